@@ -1,0 +1,29 @@
+# Entry points. Each one installs what it needs first (scripts/bootstrap.sh).
+.PHONY: site facts test unit sanity lint integration molecule bench build clean
+
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+site:
+	@scripts/bootstrap.sh
+	.venv/bin/ansible-playbook site.yml $(ARGS)
+
+facts:
+	@scripts/bootstrap.sh
+	.venv/bin/ansible-playbook playbooks/facts.yml $(ARGS)
+
+test:
+	tests/run.sh all
+
+unit sanity lint integration molecule:
+	tests/run.sh $@
+
+bench:
+	@scripts/bootstrap.sh
+	.venv/bin/python benchmarks/probe.py
+
+build:
+	@scripts/bootstrap.sh
+	.venv/bin/ansible-galaxy collection build --force --output-path .build/dist .
+
+clean:
+	rm -rf .build .venv

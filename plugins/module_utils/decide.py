@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions drawn from the gathered facts: the backend, whether a driver is needed, exo's view."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.exo.plugins.module_utils.tinygrad_probe import BACKENDS
+
+GPU_BACKENDS = ("cuda", "nv", "amd")
+# NVML states in which the NVIDIA driver is not usable because a part of it is missing.
+DRIVER_MISSING = {
+    "library_not_found": "the kernel driver is bound but libnvidia-ml (the user-space driver) is missing",
+    "driver_not_loaded": "libnvidia-ml is installed but the nvidia kernel module is not loaded",
+}
+
+
+def driver(pci_devices, nvml):
+    """(driver_needed, driver_reason) for the NVIDIA driver."""
+    nvidia = [d for d in pci_devices if d["vendor"] == "nvidia"]
+    if not nvidia:
+        return False, "no NVIDIA GPU on the PCI bus"
+    usable = [d for d in nvidia if d["driver"] != "vfio-pci"]
+    if not usable:
+        return False, "every NVIDIA GPU is bound to vfio-pci (passed through to a guest): left alone"
+    unbound = [d for d in usable if d["driver"] != "nvidia"]
+    if unbound:
+        return True, "NVIDIA GPU %s has driver %s, not nvidia" % (
+            ", ".join(d["bus_id"] for d in unbound), "/".join(sorted(set(d["driver"] for d in unbound))))
+    if nvml["status"] in DRIVER_MISSING:
+        return True, DRIVER_MISSING[nvml["status"]]
+    if nvml["status"] == "version_mismatch":
+        return False, "driver installed but the loaded kernel module is another version: reboot pending"
+    return False, "nvidia driver bound to every NVIDIA GPU"
+
+
+def _gpu_reason(pci_devices, nvml, visible, amd_gpus):
+    if nvml["status"] == "ok" and nvml["gpus"] and not visible["devices"]:
+        if visible["invalid_entry"] is not None:
+            return "CUDA_VISIBLE_DEVICES=%r names no GPU (entry %r)" % (
+                visible["cuda_visible_devices"], visible["invalid_entry"])
+        return "CUDA_VISIBLE_DEVICES is empty: every GPU is hidden"
+    if any(d["vendor"] == "nvidia" for d in pci_devices) and nvml["status"] != "ok":
+        return "NVML: %s (%s)" % (nvml["status"], nvml["message"])
+    if any(gpu["driver"] == "amdgpu" for gpu in amd_gpus):
+        return None
+    if not pci_devices and not nvml["gpus"]:
+        return "no GPU on the PCI bus"
+    return "no usable NVIDIA or AMD GPU (PCI: %s; NVML: %s)" % (
+        ", ".join("%s %s driver %s" % (d["bus_id"], d["vendor"], d["driver"]) for d in pci_devices) or "none",
+        nvml["status"])
+
+
+def backend(pci_devices, nvml, visible, amd_gpus, tinygrad):
+    """(backend, fallback_reason): tinygrad's own choice when it was probed, else from NVML and sysfs."""
+    if tinygrad.get("installed"):
+        chosen = BACKENDS.get(tinygrad.get("backend"))
+        if chosen in GPU_BACKENDS:
+            return chosen, None
+        gpu_reason = _gpu_reason(pci_devices, nvml, visible, amd_gpus)
+        tinygrad_reason = ("tinygrad %s selected %s" % (tinygrad.get("version"), tinygrad["backend"])
+                           if tinygrad.get("backend") else
+                           "tinygrad %s found no usable device (%s)" % (tinygrad.get("version"), tinygrad.get("reason")))
+        return "cpu", "; ".join(r for r in (gpu_reason, tinygrad_reason) if r)
+    if nvml["status"] == "ok" and visible["devices"]:
+        return "cuda", None
+    if any(gpu["driver"] == "amdgpu" for gpu in amd_gpus):
+        return "amd", None
+    return "cpu", _gpu_reason(pci_devices, nvml, visible, amd_gpus)
+
+
+def exo_capabilities(chosen, gpus, visible, amd_gpus, host):
+    """exo's DeviceCapabilities for the device an exo node here would use.
+
+    exo wants numbers for flops; an unknown part gets 0.0 here, and the GPU's own entry says
+    flops.source: unknown.
+    """
+    device = None
+    if chosen in ("cuda", "nv") and visible["devices"]:
+        first = visible["devices"][0]
+        gpu = next(g for g in gpus if g["index"] == first["index"])
+        mig = next((m for m in gpu["mig"]["devices"] if m["uuid"] == first["mig_uuid"]), None)
+        device = (gpu["name"], gpu["chip"] or gpu["name"],
+                  mig["memory_mib"] if mig else gpu["memory_mib"], gpu["flops"])
+    elif chosen == "amd" and amd_gpus:
+        gpu = amd_gpus[0]
+        device = (gpu["name"] or gpu["chip"], gpu["chip"] or gpu["name"], gpu["memory_mib"], {})
+    if device is None:
+        device = ("CPU", host["cpu_model"], host["memory_mib"], {})
+    name, chip, memory, flops = device
+    return {
+        "model": "Linux Box (%s)" % name,
+        "chip": chip,
+        "memory": memory or 0,
+        "flops": dict((kind, float(flops.get(kind) or 0.0)) for kind in ("fp32", "fp16", "int8")),
+    }

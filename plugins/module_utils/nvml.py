@@ -1,0 +1,204 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The NVML stage: every GPU the NVIDIA driver knows, through nvidia-ml-py.
+
+`query` runs in a child process (see deadline.py) and returns raw values only; `shape` turns them
+into the published facts in the parent, where nothing can hang.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.exo.plugins.module_utils import chips
+
+MIB = 1024 * 1024
+
+# NVML return codes (nvml.h), as nvidia-ml-py raises them in NVMLError.value.
+NOT_SUPPORTED = 3
+NOT_FOUND = 6
+# The status published for an nvmlInit failure; any other code is "error".
+INIT_STATUS = {
+    4: "no_permission",
+    9: "driver_not_loaded",
+    10: "timeout",
+    12: "library_not_found",
+    15: "gpu_lost",
+    18: "version_mismatch",
+}
+# The error kind recorded when a single call fails.
+CALL_KIND = {
+    4: "no_permission",
+    10: "timeout",
+    13: "function_not_found",
+    15: "gpu_lost",
+    16: "reset_required",
+}
+GPU_LOST = 15
+CLOCK_SM = 1  # NVML_CLOCK_SM
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+class _Session:
+    """Calls NVML so that a failing call costs only the field it was for."""
+
+    def __init__(self, pynvml):
+        self.nvml = pynvml
+        self.errors = []
+
+    def call(self, where, name, *args):
+        try:
+            return getattr(self.nvml, name)(*args)
+        except self.nvml.NVMLError as exc:
+            if exc.value in (NOT_SUPPORTED, NOT_FOUND):
+                return None  # a property this part does not have, not a fault
+            self.errors.append({"stage": "nvml", "kind": CALL_KIND.get(exc.value, "error"),
+                                "message": "%s%s: %s" % (where, name, exc), "code": exc.value})
+        except UnicodeDecodeError as exc:
+            # nvidia-ml-py decodes strings strictly; keep what the driver said rather than nothing.
+            self.errors.append({"stage": "nvml", "kind": "decode_error",
+                                "message": "%s%s: %s" % (where, name, exc)})
+            return exc.object.decode("utf-8", "replace")
+        except Exception as exc:  # pylint: disable=broad-except
+            self.errors.append({"stage": "nvml", "kind": "error", "message": "%s%s: %s" % (where, name, exc)})
+        return None
+
+
+def _mig(session, where, handle):
+    modes = session.call(where, "nvmlDeviceGetMigMode", handle)
+    if modes is None:
+        return {"supported": False, "enabled": False, "pending": False, "devices": []}
+    current, pending = modes
+    devices = []
+    if current:
+        for slot in range(session.call(where, "nvmlDeviceGetMaxMigDeviceCount", handle) or 0):
+            mig = session.call(where, "nvmlDeviceGetMigDeviceHandleByIndex", handle, slot)
+            if mig is None:
+                continue  # an empty slot
+            here = "%sMIG %d " % (where, slot)
+            memory = session.call(here, "nvmlDeviceGetMemoryInfo", mig)
+            devices.append({
+                "index": slot,
+                "uuid": _text(session.call(here, "nvmlDeviceGetUUID", mig)),
+                "memory_mib": memory.total // MIB if memory is not None else None,
+                "gpu_instance_id": session.call(here, "nvmlDeviceGetGpuInstanceId", mig),
+                "compute_instance_id": session.call(here, "nvmlDeviceGetComputeInstanceId", mig),
+            })
+    return {"supported": True, "enabled": bool(current), "pending": bool(pending), "devices": devices}
+
+
+def _gpu(session, index):
+    where = "GPU %d " % index
+    handle = session.call(where, "nvmlDeviceGetHandleByIndex", index)
+    if handle is None:
+        return None
+    memory = session.call(where, "nvmlDeviceGetMemoryInfo", handle)
+    pci_info = session.call(where, "nvmlDeviceGetPciInfo", handle)
+    capability = session.call(where, "nvmlDeviceGetCudaComputeCapability", handle)
+    return {
+        "index": index,
+        "minor": session.call(where, "nvmlDeviceGetMinorNumber", handle),
+        "uuid": _text(session.call(where, "nvmlDeviceGetUUID", handle)),
+        "name": _text(session.call(where, "nvmlDeviceGetName", handle)),
+        "memory_total": memory.total if memory is not None else None,
+        "pci_bus_id": _text(pci_info.busId) if pci_info is not None else None,
+        "compute_capability": list(capability) if capability is not None else None,
+        "mig": _mig(session, where, handle),
+        "numa_node": session.call(where, "nvmlDeviceGetNumaNodeId", handle),
+        "cores": session.call(where, "nvmlDeviceGetNumGpuCores", handle),
+        "max_sm_clock_mhz": session.call(where, "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM),
+    }
+
+
+def _library_version():
+    try:
+        from importlib import metadata
+    except ImportError:
+        return None
+    for distribution in ("nvidia-ml-py", "pynvml"):
+        try:
+            return metadata.version(distribution)
+        except Exception:  # pylint: disable=broad-except
+            continue
+    return None
+
+
+def query():
+    """Runs in the child: raw NVML facts, or the status that stopped them."""
+    try:
+        import pynvml
+    except ImportError as exc:
+        return {"status": "not_installed", "library_version": None,
+                "message": "nvidia-ml-py is not installed for this Python (%s); pip install nvidia-ml-py" % exc}
+    result = {"library_version": _library_version(), "driver_version": None, "cuda_driver_version": None,
+              "gpus": [], "errors": []}
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        result.update(status=INIT_STATUS.get(exc.value, "error"), message=str(exc))
+        return result
+    session = _Session(pynvml)
+    result["driver_version"] = _text(session.call("", "nvmlSystemGetDriverVersion"))
+    cuda = session.call("", "nvmlSystemGetCudaDriverVersion")
+    result["cuda_driver_version"] = "%d.%d" % (cuda // 1000, cuda % 1000 // 10) if cuda else None
+    count = session.call("", "nvmlDeviceGetCount")
+    if count is None:
+        result.update(status="error", message="nvmlDeviceGetCount failed", errors=session.errors)
+        return result
+    for index in range(count):
+        gpu = _gpu(session, index)
+        if gpu is not None:
+            result["gpus"].append(gpu)
+    lost = [error for error in session.errors if error.get("code") == GPU_LOST]
+    result.update(status="gpu_lost" if lost else "ok", message=lost[0]["message"] if lost else None)
+    result["errors"] = [dict((k, v) for k, v in error.items() if k != "code") for error in session.errors]
+    try:
+        pynvml.nvmlShutdown()
+    except Exception:  # pylint: disable=broad-except
+        pass
+    return result
+
+
+def sysfs_bus_id(bus_id):
+    """NVML writes 00000000:3B:00.0; sysfs, lspci and the PCI scan write 0000:3b:00.0."""
+    if not bus_id:
+        return None
+    domain, sep, rest = bus_id.lower().partition(":")
+    return "%04x:%s" % (int(domain, 16), rest) if sep and rest else bus_id.lower()
+
+
+def _flops(raw, chip):
+    if chip is not None:
+        return {"fp32": chip["fp32"], "fp16": chip["fp16"], "int8": chip["int8"], "source": "table"}
+    major = raw["compute_capability"][0] if raw.get("compute_capability") else None
+    estimate = chips.estimate_flops(raw.get("cores"), raw.get("max_sm_clock_mhz"), major)
+    if estimate is not None:
+        return dict(estimate, source="estimated")
+    return {"fp32": None, "fp16": None, "int8": None, "source": "unknown"}
+
+
+def shape(raw, pci_devices):
+    """The published entry for one GPU, merged with what sysfs says about its PCI device."""
+    memory_mib = raw["memory_total"] // MIB if raw.get("memory_total") is not None else None
+    chip = chips.lookup(raw["name"], memory_mib) if raw.get("name") else None
+    bus_id = sysfs_bus_id(raw.get("pci_bus_id"))
+    device = next((d for d in pci_devices if d["bus_id"] == bus_id), {})
+    capability = raw.get("compute_capability")
+    numa_node = device.get("numa_node")
+    return {
+        "index": raw["index"],
+        "minor": raw.get("minor"),
+        "uuid": raw.get("uuid"),
+        "name": raw.get("name"),
+        "chip": chip["chip"] if chip else None,
+        "memory_mib": memory_mib,
+        "pci_bus_id": bus_id,
+        "compute_capability": "%d.%d" % tuple(capability) if capability else None,
+        "architecture": chips.architecture(*capability) if capability else None,
+        "mig": raw["mig"],
+        "numa_node": numa_node if numa_node is not None else raw.get("numa_node"),
+        "cpu_list": device.get("cpu_list"),
+        "flops": _flops(raw, chip),
+    }

@@ -1,0 +1,117 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Gather device_capabilities: what this host can really compute.
+
+Safe stages (sysfs, procfs) run in this process. Risky ones (NVML, vendor libraries, tinygrad's
+device selection) run at once in child processes that share one deadline; a stage that fails
+costs only its own part of the facts.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import sys
+import time
+
+from ansible_collections.gpufleet.exo.plugins.module_utils import (
+    amd, decide, deadline, host, nvml, pci, tinygrad_probe, visible)
+
+SCHEMA_VERSION = 1
+
+
+def _timed(timings, name, func, *args):
+    started = time.monotonic()
+    try:
+        return func(*args)
+    finally:
+        timings[name] = round((time.monotonic() - started) * 1000.0, 1)
+
+
+def _stage_error(name, outcome):
+    return {"stage": name, "kind": outcome.kind, "message": outcome.message}
+
+
+def _nvml_section(outcome, errors):
+    if not outcome.ok:
+        errors.append(_stage_error("nvml", outcome))
+        status = "timeout" if outcome.kind == "timeout" else "error"
+        return {"status": status, "message": outcome.message, "driver_version": None,
+                "cuda_driver_version": None, "library_version": None, "gpus": []}
+    raw = outcome.value
+    errors.extend(raw.get("errors", []))
+    section = {"status": raw["status"], "message": raw.get("message"), "gpus": raw.get("gpus", [])}
+    for key in ("driver_version", "cuda_driver_version", "library_version"):
+        section[key] = raw.get(key)
+    return section
+
+
+def _library_version(module_name):
+    module = sys.modules.get(module_name)
+    return getattr(module, "__version__", None) if module else None
+
+
+def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, environ=None):
+    environ = os.environ if environ is None else environ
+    timings = {}
+    errors = []
+    pci_devices = _timed(timings, "pci", pci.scan, rootfs)
+    host_facts = _timed(timings, "host", host.probe, rootfs)
+
+    stages = {"nvml": deadline.Stage(func=nvml.query)}
+    if any(device["vendor"] == "amd" for device in pci_devices):
+        stages["amd"] = deadline.Stage(func=amd.query_names)
+    python = tinygrad_python or sys.executable
+    if tinygrad:
+        stages["tinygrad"] = deadline.Stage(argv=[python, "-c", tinygrad_probe.SCRIPT], env=dict(environ))
+    outcomes = deadline.run_stages(stages, timeout)
+    for name, outcome in outcomes.items():
+        timings[name] = round(outcome.elapsed_ms, 1)
+
+    nvml_facts = _nvml_section(outcomes["nvml"], errors)
+    gpus = [nvml.shape(raw, pci_devices) for raw in nvml_facts.pop("gpus")]
+    visible_facts = visible.resolve(gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
+
+    names, library = {}, None
+    if "amd" in outcomes:
+        if outcomes["amd"].ok:
+            names, library = outcomes["amd"].value["names"], outcomes["amd"].value["library"]
+        else:
+            errors.append(_stage_error("amd", outcomes["amd"]))
+    amd_gpus = amd.gpus(pci_devices, rootfs, names, library)
+
+    if tinygrad:
+        outcome = outcomes["tinygrad"]
+        tinygrad_facts = tinygrad_probe.interpret(outcome.value if outcome.ok else None)
+        if not outcome.ok:
+            errors.append(_stage_error("tinygrad", outcome))
+            tinygrad_facts["reason"] = "tinygrad stage failed: %s" % outcome.message
+    else:
+        tinygrad_facts = tinygrad_probe.interpret(None)
+        tinygrad_facts.update(installed=None, reason="not probed (tinygrad: false)")
+    tinygrad_facts["python"] = python
+
+    chosen, fallback_reason = decide.backend(pci_devices, nvml_facts, visible_facts, amd_gpus, tinygrad_facts)
+    driver_needed, driver_reason = decide.driver(pci_devices, nvml_facts)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "backend": chosen,
+        "fallback_reason": fallback_reason,
+        "driver_needed": driver_needed,
+        "driver_reason": driver_reason,
+        "exo": decide.exo_capabilities(chosen, gpus, visible_facts, amd_gpus, host_facts),
+        "gpus": gpus,
+        "visible": visible_facts,
+        "pci": pci_devices,
+        "nvml": nvml_facts,
+        "amd": amd_gpus,
+        "tinygrad": tinygrad_facts,
+        "host": host_facts,
+        "libraries": {
+            "pynvml": nvml_facts.get("library_version"),
+            "psutil": _library_version("psutil") if host.psutil is not None else None,
+            "tinygrad": tinygrad_facts.get("version"),
+        },
+        "errors": errors,
+        "timings_ms": timings,
+    }

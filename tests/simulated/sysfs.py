@@ -1,0 +1,92 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Simulated /sys and /proc trees, for the probe's `rootfs` option.
+
+Library use:  write_tree(root, pci=[nvidia_gpu("0000:3b:00.0", driver="none")], numa=["0-15"])
+Command line: python3 tests/simulated/sysfs.py --root DIR --nvidia 1 --driver none
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import argparse
+import os
+
+VENDOR_IDS = {"nvidia": "0x10de", "amd": "0x1002", "intel": "0x8086"}
+
+
+def device(bus_id, vendor, device_id, pci_class="0x030200", driver="none", numa_node=-1, cpu_list=None,
+           vram_bytes=None, product_name=None):
+    return {"bus_id": bus_id, "vendor": vendor, "device_id": device_id, "class": pci_class, "driver": driver,
+            "numa_node": numa_node, "cpu_list": cpu_list, "vram_bytes": vram_bytes, "product_name": product_name}
+
+
+def nvidia_gpu(bus_id, device_id="0x2330", driver="nvidia", numa_node=-1, cpu_list=None):
+    """An NVIDIA 3D controller (class 0302), an H100 SXM5 by default."""
+    return device(bus_id, "nvidia", device_id, "0x030200", driver, numa_node, cpu_list)
+
+
+def amd_gpu(bus_id, device_id="0x74a1", driver="amdgpu", vram_bytes=192 * 1024 ** 3, numa_node=-1):
+    """An AMD display controller (class 0380), an Instinct MI300X by default."""
+    return device(bus_id, "amd", device_id, "0x038000", driver, numa_node, None, vram_bytes)
+
+
+def _write(path, text):
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def write_tree(root, pci=(), numa=("0-1",), modules=(), cpu_model="Simulated CPU", memory_kib=16 * 1024 * 1024,
+               extra_devices=(("0000:00:00.0", "0x8086", "0x060000"),)):
+    """Write a simulated host under root: PCI devices, loaded modules, NUMA nodes, cpuinfo, meminfo."""
+    devices = os.path.join(root, "sys/bus/pci/devices")
+    for bus_id, vendor_id, pci_class in extra_devices:  # a non-display device the scan must skip
+        _write(os.path.join(devices, bus_id, "vendor"), vendor_id + "\n")
+        _write(os.path.join(devices, bus_id, "class"), pci_class + "\n")
+    for dev in pci:
+        directory = os.path.join(devices, dev["bus_id"])
+        _write(os.path.join(directory, "vendor"), VENDOR_IDS[dev["vendor"]] + "\n")
+        _write(os.path.join(directory, "device"), dev["device_id"] + "\n")
+        _write(os.path.join(directory, "class"), dev["class"] + "\n")
+        _write(os.path.join(directory, "numa_node"), "%d\n" % dev["numa_node"])
+        if dev["cpu_list"]:
+            _write(os.path.join(directory, "local_cpulist"), dev["cpu_list"] + "\n")
+        if dev["vram_bytes"] is not None:
+            _write(os.path.join(directory, "mem_info_vram_total"), "%d\n" % dev["vram_bytes"])
+        if dev["product_name"]:
+            _write(os.path.join(directory, "product_name"), dev["product_name"] + "\n")
+        if dev["driver"] != "none":
+            drivers = os.path.join(root, "sys/bus/pci/drivers", dev["driver"])
+            if not os.path.isdir(drivers):
+                os.makedirs(drivers)
+            os.symlink(os.path.relpath(drivers, directory), os.path.join(directory, "driver"))
+    for name in modules:
+        module = os.path.join(root, "sys/module", name)
+        if not os.path.isdir(module):
+            os.makedirs(module)
+    cpus = 0
+    for node, cpu_list in enumerate(numa):
+        _write(os.path.join(root, "sys/devices/system/node/node%d/cpulist" % node), cpu_list + "\n")
+        cpus = max(cpus, int(cpu_list.replace(",", "-").split("-")[-1]) + 1)
+    _write(os.path.join(root, "proc/cpuinfo"),
+           "".join("processor\t: %d\nmodel name\t: %s\n\n" % (cpu, cpu_model) for cpu in range(cpus)))
+    _write(os.path.join(root, "proc/meminfo"), "MemTotal:       %d kB\nMemFree:        1024 kB\n" % memory_kib)
+    return root
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Write a simulated /sys and /proc tree.")
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--nvidia", type=int, default=0, help="number of NVIDIA GPUs on the bus")
+    parser.add_argument("--driver", default="nvidia", help="driver bound to them: nvidia, nouveau, vfio-pci, none")
+    parser.add_argument("--modules", default="", help="comma-separated kernel modules shown as loaded")
+    args = parser.parse_args()
+    gpus = [nvidia_gpu("0000:%02x:00.0" % (0x3b + 0x10 * i), driver=args.driver) for i in range(args.nvidia)]
+    write_tree(args.root, pci=gpus, modules=[m for m in args.modules.split(",") if m])
+
+
+if __name__ == "__main__":
+    main()
