@@ -1,0 +1,458 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """Simulated NVML for tests: a C ``libnvidia-ml.so.1`` that the real nvidia-ml-py loads.
+
+Typical use::
+
+    from tests.simulated import nvml
+    lib_dir = nvml.build()                       # or nvml.build("legacy")
+    config = nvml.write_config(str(tmp_path / "nvml.conf"), [nvml.H100_SXM, nvml.A100_SXM4_80GB_MIG])
+    env = dict(os.environ, **nvml.environment(lib_dir, config))
+    subprocess.run([sys.executable, "-c", "import pynvml; pynvml.nvmlInit(); ..."], env=env)
+
+Loading the library into a process
+    pynvml opens ``libnvidia-ml.so.1`` by its bare name, and glibc's dlopen reads
+    ``LD_LIBRARY_PATH`` only when a process starts. So either start a new process with the
+    environment above (what the tests do), or, inside a running process, load the file by its
+    full path before pynvml does, with ``ctypes.CDLL(os.path.join(lib_dir, "libnvidia-ml.so.1"))``:
+    glibc then hands pynvml the already-loaded library, matched by its SONAME. The library reads
+    ``SIMULATED_NVML_CONFIG`` from the environment each time it goes from uninitialized to
+    initialized, so a process may set ``os.environ["SIMULATED_NVML_CONFIG"]``, init, shut down and
+    init again with another file. Without the variable (or without the file, which also prints a
+    warning on stderr) it is a host whose driver is loaded and that has no GPUs.
+
+Variants
+    ``current`` exports every call this simulation knows; ``legacy`` is the same source without
+    the calls an R418-era driver lacks (``LEGACY_OMITTED``): pynvml raises
+    ``NVMLError_FunctionNotFound`` for those, as on such a host.
+
+Config file format (written by write_config, parsed by libnvidia-ml.c)
+    One ``key=value`` per line; ``#`` starts a comment line. Global keys first (driver_version,
+    nvml_version, cuda_version, init_error, hang_in, crash_in, and any number of
+    ``error=<function> <gpu index or *> <ERROR_NAME>``), then a ``[gpu]`` line per GPU followed by
+    its keys, each optionally followed by ``[mig]`` sections for its MIG devices. Values are
+    percent-encoded (any byte outside printable ASCII, and ``%``), so names of any bytes fit on a
+    line. A key left out means NVML answers NOT_SUPPORTED for it (numa_node, cores,
+    max_sm_clock_mhz, cpu_affinity, and mig_current/mig_pending for a non-MIG part). A file the
+    library cannot parse makes every nvmlInit* return NVML_ERROR_UNKNOWN, with the line on stderr.
+
+Behaviour worth knowing
+    Init is reference counted like NVML's; a nested init keeps the loaded config. Calls before
+    init return UNINITIALIZED; unknown handles INVALID_ARGUMENT. A MIG device handle answers
+    GetName, GetUUID, GetMemoryInfo (its own values), GetGpuInstanceId, GetComputeInstanceId,
+    IsMigDeviceHandle, GetDeviceHandleFromMigDeviceHandle, and the physical GPU's PCI info,
+    compute capability, architecture, NUMA node, CPU affinity and clocks. Max MIG device count is
+    0 while MIG is disabled; GetMigDeviceHandleByIndex answers NOT_FOUND for an empty slot below
+    it. Memory is reported all free. ``errors`` matches a call by C function name and by the GPU
+    index the call concerns (a MIG handle's parent; the index argument of GetHandleByIndex).
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid as uuidlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.join(HERE, "libnvidia-ml.c")
+REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
+CACHE_ENV = "SIMULATED_NVML_CACHE"
+CONFIG_ENV = "SIMULATED_NVML_CONFIG"
+LIBRARY_NAME = "libnvidia-ml.so.1"
+
+CFLAGS = (
+    "-std=c11", "-O2", "-Wall", "-Wextra", "-fPIC", "-shared", "-fvisibility=hidden",
+    "-Wl,-soname," + LIBRARY_NAME,
+)
+VARIANT_FLAGS = {
+    "current": (),
+    "legacy": ("-DSIMULATED_NVML_LEGACY",),
+}
+
+# Every symbol the library exports; hang_in, crash_in and errors must name one of them.
+FUNCTIONS = (
+    "nvmlInit", "nvmlInit_v2", "nvmlInitWithFlags", "nvmlShutdown", "nvmlErrorString",
+    "nvmlSystemGetDriverVersion", "nvmlSystemGetNVMLVersion", "nvmlSystemGetCudaDriverVersion",
+    "nvmlSystemGetCudaDriverVersion_v2",
+    "nvmlDeviceGetCount", "nvmlDeviceGetCount_v2", "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByUUID", "nvmlDeviceGetHandleByPciBusId_v2",
+    "nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetMemoryInfo_v2",
+    "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMinorNumber", "nvmlDeviceGetCudaComputeCapability",
+    "nvmlDeviceGetCpuAffinity", "nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetNumaNodeId",
+    "nvmlDeviceGetNumGpuCores", "nvmlDeviceGetArchitecture",
+    "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceIsMigDeviceHandle", "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+    "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
+)
+
+# Calls an R418-era driver does not export (the ``legacy`` variant leaves them out).
+LEGACY_OMITTED = (
+    "nvmlSystemGetCudaDriverVersion_v2", "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetNumaNodeId",
+    "nvmlDeviceGetNumGpuCores", "nvmlDeviceGetArchitecture", "nvmlDeviceGetMigMode",
+    "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
+    "nvmlDeviceIsMigDeviceHandle", "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+    "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
+)
+
+# NVML_ERROR_<name> -> nvmlReturn_t value, as in nvml.h.
+ERROR_CODES = {
+    "UNINITIALIZED": 1, "INVALID_ARGUMENT": 2, "NOT_SUPPORTED": 3, "NO_PERMISSION": 4,
+    "ALREADY_INITIALIZED": 5, "NOT_FOUND": 6, "INSUFFICIENT_SIZE": 7, "INSUFFICIENT_POWER": 8,
+    "DRIVER_NOT_LOADED": 9, "TIMEOUT": 10, "IRQ_ISSUE": 11, "LIBRARY_NOT_FOUND": 12,
+    "FUNCTION_NOT_FOUND": 13, "CORRUPTED_INFOROM": 14, "GPU_IS_LOST": 15, "RESET_REQUIRED": 16,
+    "OPERATING_SYSTEM": 17, "LIB_RM_VERSION_MISMATCH": 18, "IN_USE": 19, "MEMORY": 20,
+    "NO_DATA": 21, "VGPU_ECC_NOT_SUPPORTED": 22, "INSUFFICIENT_RESOURCES": 23,
+    "FREQ_NOT_SUPPORTED": 24, "ARGUMENT_VERSION_MISMATCH": 25, "DEPRECATED": 26, "NOT_READY": 27,
+    "GPU_NOT_FOUND": 28, "INVALID_STATE": 29, "RESET_TYPE_NOT_SUPPORTED": 30, "UNKNOWN": 999,
+}
+
+# nvmlDeviceArchitecture_t by CUDA compute capability; anything else is NVML_DEVICE_ARCH_UNKNOWN.
+ARCHITECTURE_BY_CC = {
+    (3, 0): 2, (3, 2): 2, (3, 5): 2, (3, 7): 2,            # kepler
+    (5, 0): 3, (5, 2): 3, (5, 3): 3,                       # maxwell
+    (6, 0): 4, (6, 1): 4, (6, 2): 4,                       # pascal
+    (7, 0): 5, (7, 2): 5,                                  # volta
+    (7, 5): 6,                                             # turing
+    (8, 0): 7, (8, 6): 7, (8, 7): 7,                       # ampere
+    (8, 9): 8,                                             # ada
+    (9, 0): 9,                                             # hopper
+    (10, 0): 10, (10, 1): 10, (10, 3): 10, (12, 0): 10, (12, 1): 10,   # blackwell
+}
+ARCH_UNKNOWN = 0xFFFFFFFF
+
+MAX_GPUS = 64
+MAX_MIG_DEVICES = 8
+DEFAULT_MIG_MAX_DEVICES = 7
+MAX_CPUS = 4096
+NVIDIA_VENDOR_ID = 0x10DE
+
+
+# ---- building -----------------------------------------------------------------------------
+
+def _cache_root():
+    return os.environ.get(CACHE_ENV) or os.path.join(REPO_ROOT, ".build", "simulated-nvml")
+
+
+def build(variant="current"):
+    """Compile the library (once per source version) and return the directory holding it."""
+    if variant not in VARIANT_FLAGS:
+        raise ValueError("simulated NVML variant %r is unknown: use one of %s"
+                         % (variant, ", ".join(sorted(VARIANT_FLAGS))))
+    flags = CFLAGS + VARIANT_FLAGS[variant]
+    with open(SOURCE, "rb") as f:
+        source = f.read()
+    digest = hashlib.sha256(source + "\0".join(flags).encode()).hexdigest()[:16]
+    lib_dir = os.path.join(_cache_root(), "%s-%s" % (variant, digest))
+    target = os.path.join(lib_dir, LIBRARY_NAME)
+    if os.path.exists(target):
+        return lib_dir
+
+    compiler = shutil.which("gcc") or shutil.which("cc")
+    if not compiler:
+        raise RuntimeError("building the simulated libnvidia-ml.so.1 needs a C compiler: install gcc "
+                           "(apt-get install gcc) or put one on PATH")
+    if not os.path.isdir(lib_dir):
+        os.makedirs(lib_dir, exist_ok=True)
+    # Several test processes may build at once: each writes its own file, the rename is atomic.
+    fd, partial = tempfile.mkstemp(prefix=LIBRARY_NAME + ".", suffix=".partial", dir=lib_dir)
+    os.close(fd)
+    try:
+        result = subprocess.run([compiler] + list(flags) + ["-o", partial, SOURCE],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                universal_newlines=True)
+        if result.returncode != 0:
+            raise RuntimeError("compiling %s failed (%s, exit %d):\n%s"
+                               % (SOURCE, compiler, result.returncode, result.stdout))
+        os.chmod(partial, 0o755)
+        os.replace(partial, target)
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
+    return lib_dir
+
+
+def environment(lib_dir, config_path):
+    """Variables that make a new process load this library with this config."""
+    return {"LD_LIBRARY_PATH": lib_dir, CONFIG_ENV: config_path}
+
+
+# ---- describing GPUs ----------------------------------------------------------------------
+
+def _check_int(what, value, low, high=None):
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        limit = "%d or more" % low if high is None else "from %d to %d" % (low, high)
+        raise ValueError("%s must be an integer %s, got %r" % (what, limit, value))
+    return value
+
+
+def _normalise_bus_id(bus_id):
+    """Any of 0000:3b:00.0, 00000000:3B:00.0 or 3b:00.0 -> NVML's 00000000:3B:00.0."""
+    text = bus_id.strip()
+    parts = text.split(":")
+    try:
+        if len(parts) == 2 and "." in parts[1]:
+            parts = ["0"] + parts
+        domain, bus = int(parts[0], 16), int(parts[1], 16)
+        device, _, function = parts[2].partition(".")
+        device, function = int(device, 16), int(function or "0", 16)
+    except (ValueError, IndexError):
+        raise ValueError("pci_bus_id %r is not a PCI address like 0000:3b:00.0" % (bus_id,))
+    if len(parts) != 3 or domain > 0xFFFFFFFF or bus > 0xFF or device > 0x1F or function != 0:
+        raise ValueError("pci_bus_id %r is not a GPU's PCI address (domain:bus:device.0)" % (bus_id,))
+    return "%08X:%02X:%02X.0" % (domain, bus, device)
+
+
+def _cpu_list(cpus):
+    """A cpulist string ("0-3,8") or an iterable of CPU numbers -> sorted CPU numbers."""
+    if isinstance(cpus, str):
+        numbers = set()
+        for part in filter(None, cpus.replace(" ", "").split(",")):
+            first, _, last = part.partition("-")
+            try:
+                numbers.update(range(int(first), int(last or first) + 1))
+            except ValueError:
+                raise ValueError("cpu_affinity %r is not a CPU list like 0-31,64-95" % (cpus,))
+        cpus = numbers
+    result = sorted(set(cpus))
+    for cpu in result:
+        _check_int("a CPU in cpu_affinity", cpu, 0, MAX_CPUS - 1)
+    return result
+
+
+def _cpu_ranges(cpus):
+    ranges = []
+    for cpu in cpus:
+        if ranges and ranges[-1][1] == cpu - 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in ranges)
+
+
+def _mig_device(spec, position):
+    if not isinstance(spec, dict):
+        raise ValueError("MIG device %d must be a dict with memory_mib (and uuid, gi, ci, name), got %r"
+                         % (position, spec))
+    unknown = set(spec) - {"uuid", "memory_mib", "gi", "ci", "name"}
+    if unknown:
+        raise ValueError("MIG device %d has unknown keys %s: use uuid, memory_mib, gi, ci, name"
+                         % (position, sorted(unknown)))
+    if "memory_mib" not in spec:
+        raise ValueError("MIG device %d needs memory_mib" % position)
+    return {
+        "uuid": spec.get("uuid"),
+        "memory_mib": _check_int("MIG device memory_mib", spec["memory_mib"], 1),
+        "gi": _check_int("MIG device gi", spec.get("gi", position + 1), 0),
+        "ci": _check_int("MIG device ci", spec.get("ci", 0), 0),
+        "name": spec.get("name"),
+    }
+
+
+def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cores=None,
+        max_sm_clock_mhz=None, numa_node=None, cpu_affinity=None, mig=None, name_bytes=None,
+        pci_device_id=None, architecture=None):
+    """One simulated GPU, as a dict for write_config.
+
+    uuid, pci_bus_id and minor default to values derived from the GPU's position in the list.
+    None for numa_node, cores, max_sm_clock_mhz or cpu_affinity makes NVML answer NOT_SUPPORTED;
+    mig None is a non-MIG part. mig=dict(current=1, pending=1, devices=[dict(memory_mib=..., uuid=...,
+    gi=..., ci=..., name=...)], max_devices=7). name_bytes (raw bytes) overrides name, for names
+    that are not UTF-8. pci_device_id is the PCI device id (0x2330), architecture an
+    nvmlDeviceArchitecture_t (default: from cc).
+    """
+    raw_name = name_bytes if name_bytes is not None else name
+    if isinstance(raw_name, str):
+        raw_name = raw_name.encode("utf-8")
+    if not isinstance(raw_name, bytes) or not raw_name or b"\0" in raw_name:
+        raise ValueError("GPU name must be a non-empty str (or name_bytes bytes) without NUL, got %r" % (raw_name,))
+    if len(raw_name) > 95:
+        raise ValueError("GPU name %r is longer than NVML's 95 bytes" % (raw_name,))
+    if not (isinstance(cc, (tuple, list)) and len(cc) == 2):
+        raise ValueError("cc must be a (major, minor) pair like (9, 0), got %r" % (cc,))
+    cc = (_check_int("cc major", cc[0], 0), _check_int("cc minor", cc[1], 0))
+    if mig is not None:
+        if not isinstance(mig, dict):
+            raise ValueError("mig must be None (a non-MIG part) or a dict(current=, pending=, devices=[...]), got %r"
+                             % (mig,))
+        unknown = set(mig) - {"current", "pending", "devices", "max_devices"}
+        if unknown:
+            raise ValueError("mig has unknown keys %s: use current, pending, devices, max_devices" % sorted(unknown))
+        devices = [_mig_device(spec, i) for i, spec in enumerate(mig.get("devices") or [])]
+        max_devices = _check_int("mig max_devices", mig.get("max_devices", DEFAULT_MIG_MAX_DEVICES),
+                                 0, MAX_MIG_DEVICES)
+        if len(devices) > max_devices:
+            raise ValueError("mig lists %d devices but max_devices is %d" % (len(devices), max_devices))
+        mig = {
+            "current": _check_int("mig current", mig.get("current", 0), 0, 1),
+            "pending": _check_int("mig pending", mig.get("pending", mig.get("current", 0)), 0, 1),
+            "devices": devices,
+            "max_devices": max_devices,
+        }
+    return {
+        "name": raw_name,
+        "memory_mib": _check_int("memory_mib", memory_mib, 1),
+        "uuid": uuid,
+        "pci_bus_id": None if pci_bus_id is None else _normalise_bus_id(pci_bus_id),
+        "minor": None if minor is None else _check_int("minor", minor, 0),
+        "cc": cc,
+        "cores": None if cores is None else _check_int("cores", cores, 0),
+        "max_sm_clock_mhz": None if max_sm_clock_mhz is None else _check_int("max_sm_clock_mhz", max_sm_clock_mhz, 0),
+        "numa_node": None if numa_node is None else _check_int("numa_node", numa_node, -1),
+        "cpu_affinity": None if cpu_affinity is None else _cpu_list(cpu_affinity),
+        "mig": mig,
+        "pci_device_id": None if pci_device_id is None else _check_int("pci_device_id", pci_device_id, 0, 0xFFFF),
+        "architecture": (ARCHITECTURE_BY_CC.get(cc, ARCH_UNKNOWN) if architecture is None
+                         else _check_int("architecture", architecture, 0, ARCH_UNKNOWN)),
+    }
+
+
+def default_uuid(index):
+    """The UUID a GPU at this position gets when none is given."""
+    return "GPU-%s" % uuidlib.UUID(bytes=hashlib.sha256(b"simulated-gpu-%d" % index).digest()[:16])
+
+
+def default_mig_uuid(gpu_index, mig_index):
+    return "MIG-%s" % uuidlib.UUID(bytes=hashlib.sha256(b"simulated-mig-%d-%d" % (gpu_index, mig_index)).digest()[:16])
+
+
+def default_pci_bus_id(index):
+    return "%08X:%02X:00.0" % (0, (0x18 + 0x10 * index) % 0x100)
+
+
+def resolved(gpus):
+    """The GPUs with every position-derived default filled in, as the library will report them."""
+    result = []
+    for index, spec in enumerate(gpus):
+        spec = dict(spec)
+        spec["uuid"] = spec["uuid"] or default_uuid(index)
+        spec["pci_bus_id"] = spec["pci_bus_id"] or default_pci_bus_id(index)
+        spec["minor"] = index if spec["minor"] is None else spec["minor"]
+        if spec["mig"] is not None:
+            mig = dict(spec["mig"])
+            mig["devices"] = [dict(d, uuid=d["uuid"] or default_mig_uuid(index, i),
+                                   name=d["name"] or spec["name"].decode("utf-8", "replace") + " MIG")
+                              for i, d in enumerate(mig["devices"])]
+            spec["mig"] = mig
+        result.append(spec)
+    return result
+
+
+# ---- writing the config -------------------------------------------------------------------
+
+def _encode(value):
+    if isinstance(value, str):
+        value = value.encode("utf-8")
+    if isinstance(value, int):
+        return str(value)
+    if b"\0" in value:
+        raise ValueError("config value %r contains a NUL byte" % (value,))
+    return "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x25 else "%%%02X" % b for b in bytearray(value))
+
+
+def _check_function(what, name):
+    if name not in FUNCTIONS:
+        raise ValueError("%s %r is not a function of the simulated NVML: use one of %s"
+                         % (what, name, ", ".join(FUNCTIONS)))
+    return name
+
+
+def _check_error(what, name):
+    if name not in ERROR_CODES:
+        raise ValueError("%s %r is not an NVML error name: use one of %s (NVML_ERROR_ without the prefix)"
+                         % (what, name, ", ".join(ERROR_CODES)))
+    return name
+
+
+def write_config(path, gpus, init_error=None, driver_version="550.54.15", cuda_version=12040, hang_in=None,
+                 crash_in=None, errors=None):
+    """Write a config file for the library at path and return path.
+
+    init_error: an NVML error name (DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH, NO_PERMISSION,
+    GPU_IS_LOST, TIMEOUT, UNKNOWN ...) that nvmlInit* returns. hang_in: a C function that blocks
+    forever (ignoring SIGTERM; only SIGKILL ends it). crash_in: a C function that segfaults.
+    errors: {(function, gpu_index or None): error name} makes that call fail for that GPU (None:
+    every GPU, and calls that concern no GPU).
+    """
+    gpus = list(gpus)
+    if len(gpus) > MAX_GPUS:
+        raise ValueError("the simulated NVML holds at most %d GPUs, got %d" % (MAX_GPUS, len(gpus)))
+    _check_int("cuda_version", cuda_version, 0)
+    lines = ["# simulated NVML configuration (tests/simulated/nvml.py)",
+             "driver_version=" + _encode(driver_version),
+             "nvml_version=" + _encode("%d.%s" % (cuda_version // 1000, driver_version)),
+             "cuda_version=%d" % cuda_version]
+    if init_error is not None:
+        lines.append("init_error=" + _check_error("init_error", init_error))
+    if hang_in is not None:
+        lines.append("hang_in=" + _check_function("hang_in", hang_in))
+    if crash_in is not None:
+        lines.append("crash_in=" + _check_function("crash_in", crash_in))
+    for key, error in sorted((errors or {}).items(), key=repr):
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise ValueError("errors keys must be (function, gpu_index or None), got %r" % (key,))
+        function, index = key
+        _check_function("errors function", function)
+        if index is not None:
+            _check_int("errors gpu index", index, 0, MAX_GPUS - 1)
+        _check_error("errors value", error)
+        lines.append("error=%s %s %s" % (function, "*" if index is None else index, error))
+
+    for spec in resolved(gpus):
+        lines += ["[gpu]",
+                  "name=" + _encode(spec["name"]),
+                  "uuid=" + _encode(spec["uuid"]),
+                  "memory_mib=%d" % spec["memory_mib"],
+                  "pci_bus_id=" + spec["pci_bus_id"],
+                  "minor=%d" % spec["minor"],
+                  "compute_capability=%d.%d" % spec["cc"],
+                  "architecture=%d" % spec["architecture"]]
+        if spec["pci_device_id"] is not None:
+            lines.append("pci_device_id=0x%08X" % (spec["pci_device_id"] << 16 | NVIDIA_VENDOR_ID))
+        optional = (("cores", spec["cores"]), ("max_sm_clock_mhz", spec["max_sm_clock_mhz"]),
+                    ("numa_node", spec["numa_node"]))
+        lines += ["%s=%d" % (key, value) for key, value in optional if value is not None]
+        if spec["cpu_affinity"] is not None:
+            lines.append("cpu_affinity=" + _cpu_ranges(spec["cpu_affinity"]))
+        mig = spec["mig"]
+        if mig is not None:
+            lines += ["mig_current=%d" % mig["current"], "mig_pending=%d" % mig["pending"],
+                      "mig_max_devices=%d" % mig["max_devices"]]
+            for device in mig["devices"]:
+                lines += ["[mig]",
+                          "name=" + _encode(device["name"]),
+                          "uuid=" + _encode(device["uuid"]),
+                          "memory_mib=%d" % device["memory_mib"],
+                          "gpu_instance_id=%d" % device["gi"],
+                          "compute_instance_id=%d" % device["ci"]]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+# ---- ready-made GPUs (names and sizes as NVML reports them on real parts) ------------------
+
+H100_SXM = gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0), cores=132 * 128, max_sm_clock_mhz=1980,
+               pci_device_id=0x2330)
+A100_SXM4_80GB_MIG = gpu(
+    "NVIDIA A100-SXM4-80GB", 81920, cc=(8, 0), cores=108 * 64, max_sm_clock_mhz=1410, pci_device_id=0x20B2,
+    mig=dict(current=1, pending=1, devices=[
+        dict(name="NVIDIA A100-SXM4-80GB MIG 3g.40gb", memory_mib=40192, gi=1, ci=0),
+        dict(name="NVIDIA A100-SXM4-80GB MIG 1g.10gb", memory_mib=9856, gi=7, ci=0),
+    ]))
+A100_SXM4_80GB = gpu("NVIDIA A100-SXM4-80GB", 81920, cc=(8, 0), cores=108 * 64, max_sm_clock_mhz=1410,
+                     pci_device_id=0x20B2, mig=dict(current=0, pending=0))
+V100_SXM2_32GB = gpu("Tesla V100-SXM2-32GB", 32510, cc=(7, 0), cores=80 * 64, max_sm_clock_mhz=1530,
+                     pci_device_id=0x1DB5)
+RTX_3080_10GB = gpu("NVIDIA GeForce RTX 3080", 10240, cc=(8, 6), cores=68 * 128, max_sm_clock_mhz=2100,
+                    pci_device_id=0x2206)
+RTX_3080_12GB = gpu("NVIDIA GeForce RTX 3080", 12288, cc=(8, 6), cores=70 * 128, max_sm_clock_mhz=2100,
+                    pci_device_id=0x220A)
+T4 = gpu("Tesla T4", 15360, cc=(7, 5), cores=40 * 64, max_sm_clock_mhz=1590, pci_device_id=0x1EB8)
+FUTURE_X1 = gpu("NVIDIA Future GPU X1", 196608, cc=(11, 0), cores=192 * 128, max_sm_clock_mhz=2400)
+NON_UTF8_NAME = gpu(None, 16384, name_bytes=b"NVIDIA \xff\xfe GPU", cc=(8, 9), cores=76 * 128,
+                    max_sm_clock_mhz=2520)
