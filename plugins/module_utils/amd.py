@@ -60,12 +60,14 @@ def gpus(pci_devices, rootfs="/", names=None, library=None):
             continue
         directory = sysfs.path(rootfs, "/sys/bus/pci/devices", device["bus_id"])
         vram = sysfs.read_int(os.path.join(directory, "mem_info_vram_total"))
+        memory_mib = vram // MIB if vram is not None else None
         name = names.get(device["bus_id"]) or sysfs.read_text(os.path.join(directory, "product_name"))
+        chip = chips.lookup(name, memory_mib) if name else None
         found.append({
             "bus_id": device["bus_id"],
             "name": name,
-            "chip": chips.lookup_pci(device["vendor_id"], device["device_id"]),
-            "memory_mib": vram // MIB if vram is not None else None,
+            "chip": chip["chip"] if chip else chips.lookup_pci(device["vendor_id"], device["device_id"], memory_mib),
+            "memory_mib": memory_mib,
             "driver": device["driver"],
             "source": library if device["bus_id"] in names else "sysfs",
         })

@@ -11,6 +11,7 @@ wait: a child in uninterruptible sleep cannot be reaped until the kernel lets go
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import faulthandler
 import json
 import os
 import select
@@ -58,6 +59,8 @@ def _start(stage):
         devnull = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
+        # A crash here is reported by the parent; a fault handler would write past the redirection.
+        faulthandler.disable()
         # Its own session, so that a timeout kills whatever the stage started too.
         os.setsid()
         if stage.argv is not None:

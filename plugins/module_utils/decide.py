@@ -34,8 +34,8 @@ def driver(pci_devices, nvml):
     return False, "nvidia driver bound to every NVIDIA GPU"
 
 
-def _gpu_reason(pci_devices, nvml, visible, amd_gpus):
-    if nvml["status"] == "ok" and nvml["gpus"] and not visible["devices"]:
+def _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus):
+    if nvml["status"] == "ok" and gpus and not visible["devices"]:
         if visible["invalid_entry"] is not None:
             return "CUDA_VISIBLE_DEVICES=%r names no GPU (entry %r)" % (
                 visible["cuda_visible_devices"], visible["invalid_entry"])
@@ -44,20 +44,20 @@ def _gpu_reason(pci_devices, nvml, visible, amd_gpus):
         return "NVML: %s (%s)" % (nvml["status"], nvml["message"])
     if any(gpu["driver"] == "amdgpu" for gpu in amd_gpus):
         return None
-    if not pci_devices and not nvml["gpus"]:
+    if not pci_devices and not gpus:
         return "no GPU on the PCI bus"
     return "no usable NVIDIA or AMD GPU (PCI: %s; NVML: %s)" % (
         ", ".join("%s %s driver %s" % (d["bus_id"], d["vendor"], d["driver"]) for d in pci_devices) or "none",
         nvml["status"])
 
 
-def backend(pci_devices, nvml, visible, amd_gpus, tinygrad):
+def backend(pci_devices, nvml, gpus, visible, amd_gpus, tinygrad):
     """(backend, fallback_reason): tinygrad's own choice when it was probed, else from NVML and sysfs."""
     if tinygrad.get("installed"):
         chosen = BACKENDS.get(tinygrad.get("backend"))
         if chosen in GPU_BACKENDS:
             return chosen, None
-        gpu_reason = _gpu_reason(pci_devices, nvml, visible, amd_gpus)
+        gpu_reason = _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus)
         tinygrad_reason = ("tinygrad %s selected %s" % (tinygrad.get("version"), tinygrad["backend"])
                            if tinygrad.get("backend") else
                            "tinygrad %s found no usable device (%s)" % (tinygrad.get("version"), tinygrad.get("reason")))
@@ -66,7 +66,7 @@ def backend(pci_devices, nvml, visible, amd_gpus, tinygrad):
         return "cuda", None
     if any(gpu["driver"] == "amdgpu" for gpu in amd_gpus):
         return "amd", None
-    return "cpu", _gpu_reason(pci_devices, nvml, visible, amd_gpus)
+    return "cpu", _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus)
 
 
 def exo_capabilities(chosen, gpus, visible, amd_gpus, host):

@@ -172,8 +172,8 @@ def sysfs_bus_id(bus_id):
 def _flops(raw, chip):
     if chip is not None:
         return {"fp32": chip["fp32"], "fp16": chip["fp16"], "int8": chip["int8"], "source": "table"}
-    major = raw["compute_capability"][0] if raw.get("compute_capability") else None
-    estimate = chips.estimate_flops(raw.get("cores"), raw.get("max_sm_clock_mhz"), major)
+    major, minor = raw.get("compute_capability") or (None, None)
+    estimate = chips.estimate_flops(raw.get("cores"), raw.get("max_sm_clock_mhz"), major, minor)
     if estimate is not None:
         return dict(estimate, source="estimated")
     return {"fp32": None, "fp16": None, "int8": None, "source": "unknown"}

@@ -91,7 +91,8 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         tinygrad_facts.update(installed=None, reason="not probed (tinygrad: false)")
     tinygrad_facts["python"] = python
 
-    chosen, fallback_reason = decide.backend(pci_devices, nvml_facts, visible_facts, amd_gpus, tinygrad_facts)
+    chosen, fallback_reason = decide.backend(pci_devices, nvml_facts, gpus, visible_facts, amd_gpus,
+                                             tinygrad_facts)
     driver_needed, driver_reason = decide.driver(pci_devices, nvml_facts)
     return {
         "schema_version": SCHEMA_VERSION,

@@ -125,7 +125,7 @@ def test_simulated_not_installed(tmp_path, simulated_host):
 
 
 def test_simulated_one_lost_gpu_costs_only_that_gpu(simulated_host):
-    run = simulated_host([h100(0), h100(1), h100(2)], errors={("nvmlDeviceGetHandleByIndex", 1): "GPU_IS_LOST"})
+    run = simulated_host([h100(0), h100(1), h100(2)], errors={("nvmlDeviceGetHandleByIndex_v2", 1): "GPU_IS_LOST"})
     facts = run.facts
     assert facts["nvml"]["status"] == "gpu_lost"
     assert [g["index"] for g in facts["gpus"]] == [0, 2]
