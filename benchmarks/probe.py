@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -36,7 +35,7 @@ import json, sys, time
 sys.path.insert(0, %(collections)r)
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import gather
 samples = []
-for _ in range(%(rounds)d):
+for dummy in range(%(rounds)d):
     started = time.perf_counter()
     facts = gather(tinygrad=False)
     samples.append((time.perf_counter() - started) * 1000.0)
@@ -50,9 +49,9 @@ def ansible(module, args=""):
     return command + (["-a", args] if args else [])
 
 
-def timed(command, env=ENV):
+def timed(command, env=None):
     started = time.perf_counter()
-    subprocess.run(command, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(command, env=env or ENV, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return (time.perf_counter() - started) * 1000.0
 
 
@@ -71,12 +70,12 @@ def main():
     samples = dict((name, []) for name in commands)
     for name, command in commands.items():  # warm caches once, untimed
         timed(command)
-    for _ in range(options.rounds):
+    for dummy in range(options.rounds):
         for name, command in commands.items():  # interleaved, so drift hits every command alike
             samples[name].append(timed(command))
 
     workdir = tempfile.mkdtemp(prefix="gpufleet-bench-")
-    gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0)) for _ in range(8)]
+    gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0)) for dummy in range(8)]
     config = simnvml.write_config(os.path.join(workdir, "nvml.conf"), gpus)
     env = dict(os.environ, **simnvml.environment(simnvml.build("current"), config))
     script = IN_PROCESS % {"collections": os.path.join(REPO, ".build", "collections"), "rounds": 5 * options.rounds}

@@ -538,5 +538,5 @@ def estimate_flops(cores, max_sm_clock_mhz, major, minor=None):
         fp16_ratio = min(row[1] for row in rows)
         int8_ratio = min(row[2] for row in rows)
     else:
-        _, fp16_ratio, int8_ratio = _by_minor(rows, minor)
+        fp16_ratio, int8_ratio = _by_minor(rows, minor)[1:]
     return {"fp32": round(fp32, 2), "fp16": round(fp32 * fp16_ratio, 2), "int8": round(fp32 * int8_ratio, 2)}

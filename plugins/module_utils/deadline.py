@@ -147,7 +147,7 @@ def run_stages(stages, timeout):
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        ready, _, _ = select.select(list(running), [], [], left)
+        ready = select.select(list(running), [], [], left)[0]
         for fd in ready:
             name, pid, chunks = running[fd]
             data = os.read(fd, 65536)

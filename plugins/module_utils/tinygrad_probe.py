@@ -221,8 +221,8 @@ def read_only_namespace(guards):
     if os.geteuid() != 0:
         guards.append("mount namespace: not needed, not running as root")
         return
-    import ctypes, ctypes.util
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)  # the interpreter's own libc
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
                            ctypes.c_void_p]
 

@@ -36,14 +36,14 @@ def _match(entry, order):
         position = int(entry)
         return (order[position], None) if position < len(order) else None
     if entry.startswith("MIG-GPU-"):
-        gpu_uuid, _, instance = entry[len("MIG-"):].partition("/")
-        gpu = _unique([gpu for gpu in order if gpu.get("uuid") == gpu_uuid])
-        ids = instance.split("/")
-        if gpu is None or len(ids) != 2 or not all(part.isdigit() for part in ids):
+        parts = entry[len("MIG-"):].split("/")
+        if len(parts) != 3 or not (parts[1].isdigit() and parts[2].isdigit()):
             return None
-        mig = _unique([m for m in gpu["mig"]["devices"]
-                       if [m.get("gpu_instance_id"), m.get("compute_instance_id")] == [int(i) for i in ids]])
-        return (gpu, mig) if mig is not None else None
+        ids = [int(parts[1]), int(parts[2])]
+        gpu = _unique([gpu for gpu in order if gpu.get("uuid") == parts[0]])
+        mig = gpu and _unique([m for m in gpu["mig"]["devices"]
+                               if [m.get("gpu_instance_id"), m.get("compute_instance_id")] == ids])
+        return (gpu, mig) if mig else None
     if entry.startswith("MIG-"):
         found = _unique([(gpu, mig) for gpu in order for mig in (gpu.get("mig") or {}).get("devices", [])
                          if (mig.get("uuid") or "").startswith(entry)])

@@ -11,7 +11,7 @@ module: device_facts
 short_description: Probe what a host can really compute for exo, safely
 version_added: 0.1.0
 description:
-  - Gathers C(device_capabilities): the GPUs NVML sees, the display devices on the PCI bus and their
+  - Gathers C(device_capabilities), that is the GPUs NVML sees, the display devices on the PCI bus and their
     kernel drivers, AMD GPUs, which GPUs a CUDA process would see under the current
     E(CUDA_VISIBLE_DEVICES), the backend tinygrad would select, the host's CPUs and memory, and the
     capabilities an exo node on this host would advertise.

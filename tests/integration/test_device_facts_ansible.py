@@ -55,7 +55,7 @@ def test_check_mode_changes_nothing(tmp_path):
 
 
 def test_simulated_four_gpu_host_through_ansible(tmp_path):
-    gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559) for _ in range(4)]
+    gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559) for dummy in range(4)]
     config = simnvml.write_config(str(tmp_path / "nvml.conf"), gpus)
     caps = facts_of(ansible(["localhost", "-m", "gpufleet.exo.device_facts", "-a", "tinygrad=false"], tmp_path,
                             env=simnvml.environment(simnvml.build(), config)))

@@ -164,7 +164,7 @@ def build(variant="current"):
     try:
         result = subprocess.run([compiler] + list(flags) + ["-o", partial, SOURCE],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                universal_newlines=True)
+                                universal_newlines=True, check=False)
         if result.returncode != 0:
             raise RuntimeError("compiling %s failed (%s, exit %d):\n%s"
                                % (SOURCE, compiler, result.returncode, result.stdout))
@@ -198,7 +198,7 @@ def _normalise_bus_id(bus_id):
         if len(parts) == 2 and "." in parts[1]:
             parts = ["0"] + parts
         domain, bus = int(parts[0], 16), int(parts[1], 16)
-        device, _, function = parts[2].partition(".")
+        device, function = parts[2].partition(".")[::2]
         device, function = int(device, 16), int(function or "0", 16)
     except (ValueError, IndexError):
         raise ValueError("pci_bus_id %r is not a PCI address like 0000:3b:00.0" % (bus_id,))
@@ -212,7 +212,7 @@ def _cpu_list(cpus):
     if isinstance(cpus, str):
         numbers = set()
         for part in filter(None, cpus.replace(" ", "").split(",")):
-            first, _, last = part.partition("-")
+            first, last = part.partition("-")[::2]
             try:
                 numbers.update(range(int(first), int(last or first) + 1))
             except ValueError:

@@ -106,7 +106,7 @@ def child_env(lib_dir=None, config=None):
 def run_python(code, env, timeout=30):
     return subprocess.run([sys.executable, "-c", PRELUDE + HELPERS + textwrap.dedent(code)], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                          timeout=timeout)
+                          timeout=timeout, check=False)
 
 
 def run_json(code, env):
@@ -119,7 +119,8 @@ def test_simulated_nvml_compiles_without_warnings(tmp_path):
     for variant, flags in sorted(nvml.VARIANT_FLAGS.items()):
         result = subprocess.run(["gcc"] + list(nvml.CFLAGS + flags) + ["-Werror", "-Wpedantic", "-o",
                                 str(tmp_path / variant), nvml.SOURCE],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                                check=False)
         assert result.returncode == 0 and result.stdout == "", result.stdout
 
 
@@ -428,7 +429,7 @@ def test_simulated_nvml_hang_in_blocks_until_sigkill(current_lib, tmp_path):
             proc.wait(timeout=0.5)
     finally:
         proc.kill()
-        remaining, _ = proc.communicate(timeout=10)
+        remaining = proc.communicate(timeout=10)[0]
     assert proc.returncode == -signal.SIGKILL
     assert remaining == ""
 

@@ -289,7 +289,7 @@ def test_the_table_covers_the_data_center_parts():
 
 
 def _targets(value):
-    return [value] if isinstance(value, str) else [chip for _, chip in value]
+    return [value] if isinstance(value, str) else [pair[1] for pair in value]
 
 
 @pytest.mark.parametrize("key", sorted(chips.ALIASES))
@@ -301,7 +301,7 @@ def test_every_alias_is_a_normalised_key_with_targets_in_chips(key):
     for chip in _targets(value):
         assert chip in chips.CHIPS
     if not isinstance(value, str):
-        thresholds = [min_memory_mib for min_memory_mib, _ in value]
+        thresholds = [pair[0] for pair in value]
         assert thresholds == sorted(set(thresholds))
 
 
@@ -371,7 +371,7 @@ def test_unknown_compute_capability_gives_none(major, minor):
 def test_estimate_flops_arithmetic():
     # 1000 cores at 1500 MHz, one FMA (2 FLOP) per core per clock: 3 TFLOPS
     estimate = chips.estimate_flops(1000, 1500, 9, 0)
-    _, fp16_ratio, int8_ratio = chips.ESTIMATE_RATIOS[9][0]
+    fp16_ratio, int8_ratio = chips.ESTIMATE_RATIOS[9][0][1:]
     assert estimate == {"fp32": 3.0, "fp16": round(3.0 * fp16_ratio, 2), "int8": round(3.0 * int8_ratio, 2)}
     assert chips.estimate_flops(16896, 1980, 9)["fp32"] == round(16896 * 1980 * 2 / 1e6, 2)
 
