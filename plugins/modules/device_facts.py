@@ -26,7 +26,7 @@ description:
     its PCI fallback, which would otherwise unbind kernel drivers.
   - Can run inside M(ansible.builtin.gather_facts) through C(facts_modules).
 author:
-  - gpufleet.exo contributors
+  - gpufleet.exo contributors (@gpufleet)
 options:
   timeout:
     description:
@@ -58,10 +58,14 @@ requirements:
   - tinygrad on the target or in O(tinygrad_python) to learn its backend (optional)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    support: none
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: N/A
+    details: The module changes nothing.
   facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
     support: full
 notes:
   - Supports check mode; it never changes anything.
@@ -125,7 +129,7 @@ ansible_facts:
           description: NVIDIA GPU hardware is on the bus but its driver is missing or not loaded.
           type: bool
         driver_reason:
-          description: Why O(driver_needed) is what it is.
+          description: Why C(driver_needed) is what it is.
           type: str
         exo:
           description: exo's DeviceCapabilities (model, chip, memory in MiB, flops in TFLOPS) for the
