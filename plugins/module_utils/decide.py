@@ -58,9 +58,14 @@ def backend(pci_devices, nvml, gpus, visible, amd_gpus, tinygrad):
         if chosen in GPU_BACKENDS:
             return chosen, None
         gpu_reason = _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus)
-        tinygrad_reason = ("tinygrad %s selected %s" % (tinygrad.get("version"), tinygrad["backend"])
-                           if tinygrad.get("backend") else
-                           "tinygrad %s found no usable device (%s)" % (tinygrad.get("version"), tinygrad.get("reason")))
+        if tinygrad.get("backend"):
+            # Up to 0.13 tinygrad selects its CPU backend even without the compiler it needs.
+            tinygrad_reason = "tinygrad %s selected %s%s" % (
+                tinygrad.get("version"), tinygrad["backend"],
+                " (%s)" % tinygrad["reason"] if tinygrad.get("reason") else "")
+        else:
+            tinygrad_reason = "tinygrad %s found no usable device (%s)" % (tinygrad.get("version"),
+                                                                          tinygrad.get("reason"))
         return "cpu", "; ".join(r for r in (gpu_reason, tinygrad_reason) if r)
     if nvml["status"] == "ok" and visible["devices"]:
         return "cuda", None
