@@ -64,8 +64,8 @@ def backend(pci_devices, nvml, gpus, visible, amd_gpus, tinygrad):
                 tinygrad.get("version"), tinygrad["backend"],
                 " (%s)" % tinygrad["reason"] if tinygrad.get("reason") else "")
         else:
-            tinygrad_reason = "tinygrad %s found no usable device (%s)" % (tinygrad.get("version"),
-                                                                          tinygrad.get("reason"))
+            tinygrad_reason = "tinygrad %s found no usable device (%s)" % (
+                tinygrad.get("version"), tinygrad.get("reason"))
         return "cpu", "; ".join(r for r in (gpu_reason, tinygrad_reason) if r)
     if nvml["status"] == "ok" and visible["devices"]:
         return "cuda", None
