@@ -20,7 +20,7 @@ find_python() {
   done
   candidates+=("$(command -v python3 2>/dev/null || true)")
   for python in "${candidates[@]}"; do
-    [ -n "$python" ] && [ -x "$python" ] || continue
+    if [ -z "$python" ] || [ ! -x "$python" ]; then continue; fi
     if "$python" -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
       echo "$python"
       return 0
@@ -40,7 +40,8 @@ fi
 stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
 install_once() {
   local name=$1; shift
-  local marker=".venv/.installed-$name-$(stamp "$@")"
+  local marker
+  marker=".venv/.installed-$name-$(stamp "$@")"
   [ -e "$marker" ] && return 0
   echo "bootstrap: installing $*"
   local args=()
@@ -50,7 +51,7 @@ install_once() {
   touch "$marker"
 }
 install_once runtime requirements.txt
-$want_tests && install_once tests requirements.txt tests/requirements.txt
+$want_tests && install_once tests requirements.txt tests/requirements.txt tests/containers/requirements.txt
 
 mkdir -p .build/collections/ansible_collections/gpufleet
 ln -sfn ../../../.. .build/collections/ansible_collections/gpufleet/exo

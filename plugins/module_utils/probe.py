@@ -69,6 +69,12 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         timings[name] = round(outcome.elapsed_ms, 1)
 
     nvml_facts = _nvml_section(outcomes["nvml"], errors)
+    if (outcomes["nvml"].ok and nvml_facts["status"] == "error" and "nvidia" not in pci.loaded_modules(rootfs)
+            and any(device["vendor"] == "nvidia" for device in pci_devices)):
+        # Without the kernel module some libnvidia-ml builds (in containers, for one) say only
+        # "Unknown Error"; sysfs says what it is.
+        nvml_facts.update(status="driver_not_loaded", message="%s; /sys/module/nvidia is absent: the nvidia kernel "
+                                                              "module is not loaded" % nvml_facts["message"])
     gpus = [nvml.shape(raw, pci_devices) for raw in nvml_facts.pop("gpus")]
     visible_facts = visible.resolve(gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
 

@@ -60,14 +60,14 @@ def legacy_nvml_lib():
 @pytest.fixture
 def simulated_host(tmp_path, nvml_lib):
     """Returns probe(gpus, pci=None, args=None, lib=None, env=None, **config) -> Run."""
-    def probe(gpus=(), pci=None, args=None, lib=None, env=None, **config):
+    def probe(gpus=(), pci=None, args=None, lib=None, env=None, modules=(), **config):
         config_path = simnvml.write_config(str(tmp_path / "nvml.conf"), list(gpus), **config)
         environ = simnvml.environment(lib or nvml_lib, config_path)
         environ.update(env or {})
         module_args = {"tinygrad": False}
         if pci is not None:
             root = tmp_path / "root"
-            simsysfs.write_tree(str(root), pci=pci)
+            simsysfs.write_tree(str(root), pci=pci, modules=modules)
             module_args["rootfs"] = str(root)
         module_args.update(args or {})
         return run_module(tmp_path, module_args, environ)

@@ -105,6 +105,14 @@ def test_simulated_init_failures(simulated_host, init_error, status):
     assert run.facts["gpus"] == [] and run.facts["backend"] == "cpu"
 
 
+@pytest.mark.parametrize("modules, status", [((), "driver_not_loaded"), (("nvidia",), "error")])
+def test_simulated_unknown_init_error_without_the_kernel_module(simulated_host, modules, status):
+    facts = simulated_host([h100(0)], init_error="UNKNOWN", modules=modules,
+                           pci=[simsysfs.nvidia_gpu("0000:18:00.0", driver="none")]).facts
+    assert facts["nvml"]["status"] == status
+    assert facts["driver_needed"] is True
+
+
 def test_library_not_found_on_this_machine(tmp_path):
     # No libnvidia-ml at all (this machine has none): nvidia-ml-py's own LibraryNotFound.
     from tests.unit.conftest import run_module

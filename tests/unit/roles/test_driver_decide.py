@@ -1,0 +1,296 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The driver role's decision table and per-distribution plans, over simulated hosts.
+
+Each case is a simulated host (a sysfs tree and a simulated libnvidia-ml, or none), an inventory
+host on a local connection. One ansible-playbook run in check mode runs the role with
+exo_driver_plan_only over all of them: the role runs gpufleet.exo.device_facts itself against the
+simulated host, so every decision is made from facts the probe really produced.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.simulated import nvml as simnvml
+from tests.simulated import sysfs as simsysfs
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+PLAYBOOK = os.path.join(REPO, "roles", "driver", "tests", "plan.yml")
+H100 = simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id="0000:3b:00.0")
+GPU0 = "0000:3b:00.0"
+GPU1 = "0000:4b:00.0"
+BARE_PYTHON = "/usr/bin/python3"  # a Python without nvidia-ml-py: the probe reports not_installed
+
+UBUNTU_2204 = {"distribution": "Ubuntu", "version": "22.04", "os_family": "Debian", "pkg_mgr": "apt",
+               "kernel": "5.15.0-119-generic"}
+UBUNTU_2404 = {"distribution": "Ubuntu", "version": "24.04", "os_family": "Debian", "pkg_mgr": "apt",
+               "kernel": "6.8.0-45-generic"}
+ROCKY_9 = {"distribution": "Rocky", "version": "9.4", "os_family": "RedHat", "pkg_mgr": "dnf",
+           "kernel": "5.14.0-427.13.1.el9_4.x86_64"}
+RHEL_8 = {"distribution": "RedHat", "version": "8.10", "os_family": "RedHat", "pkg_mgr": "dnf",
+          "kernel": "4.18.0-553.el8_10.x86_64", "architecture": "aarch64"}
+DEBIAN_13 = {"distribution": "Debian", "version": "13", "os_family": "Debian", "pkg_mgr": "apt",
+             "kernel": "6.12.38+deb13-amd64"}
+DEBIAN_11 = {"distribution": "Debian", "version": "11", "os_family": "Debian", "pkg_mgr": "apt",
+             "kernel": "5.10.0-30-amd64"}
+# A bare-metal host: the kernel module is installed (auto), unlike in a container.
+METAL = {"virtualization_type": "", "virtualization_role": ""}
+
+# name: (PCI devices, NVML config or None for no libnvidia-ml at all, role variables, fake facts, python)
+CASES = {
+    "no_gpu": ([], None, {}, None, None),
+    "no_driver": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, None, None),
+    "not_loaded": ([simsysfs.nvidia_gpu(GPU0, driver="none")], {"gpus": [], "init_error": "DRIVER_NOT_LOADED"},
+                   {}, None, None),
+    "nouveau": ([simsysfs.nvidia_gpu(GPU0, driver="nouveau")], None, {"exo_driver_kernel_module": True}, None, None),
+    "mismatch": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")],
+                 {"gpus": [], "init_error": "LIB_RM_VERSION_MISMATCH"}, {}, None, None),
+    "healthy": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [H100]}, {}, None, None),
+    "other_branch": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [H100]},
+                     {"exo_driver_branch": "535"}, None, None),
+    "upgrade": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [H100]},
+                {"exo_driver_branch": "535", "exo_driver_allow_upgrade": True}, None, None),
+    "passthrough": ([simsysfs.nvidia_gpu(GPU0, driver="vfio-pci"), simsysfs.nvidia_gpu(GPU1, driver="vfio-pci")],
+                    None, {}, None, None),
+    "half_passthrough": ([simsysfs.nvidia_gpu(GPU0, driver="vfio-pci"), simsysfs.nvidia_gpu(GPU1, driver="none")],
+                         None, {}, None, None),
+    "gpu_lost": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [], "init_error": "GPU_IS_LOST"},
+                 {}, None, None),
+    "bound_no_pynvml": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], None, {}, None, BARE_PYTHON),
+    "unbound_no_pynvml": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, None, BARE_PYTHON),
+    "amd_only": ([simsysfs.amd_gpu("0000:c1:00.0")], None, {}, None, None),
+    # plans for other distributions, from the same simulated host without a driver
+    "ubuntu2204": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, dict(UBUNTU_2204, **METAL), None),
+    "ubuntu2404_open_prebuilt": ([simsysfs.nvidia_gpu(GPU0, driver="nouveau")], None,
+                                 {"exo_driver_open_kernel_modules": True, "exo_driver_ubuntu_modules": "prebuilt",
+                                  "exo_driver_branch": "570"}, dict(UBUNTU_2404, **METAL), None),
+    "rocky9": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, dict(ROCKY_9, **METAL), None),
+    "rhel8_open_full": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None,
+                        {"exo_driver_open_kernel_modules": True, "exo_driver_flavor": "full"},
+                        dict(RHEL_8, **METAL), None),
+    "debian13": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, dict(DEBIAN_13, **METAL), None),
+    "debian12_tesla470": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {"exo_driver_branch": 470},
+                          dict(DEBIAN_13, version="12", kernel="6.1.0-25-amd64", **METAL), None),
+}
+# Cases the role must stop on, before any change, with the message given.
+FAILING = {
+    "debian11": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, dict(DEBIAN_11, **METAL), None,
+                 "the releases this role knows for Debian are 12, 13"),
+    "debian12_branch_560": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {"exo_driver_branch": "560"},
+                            dict(DEBIAN_13, version="12", kernel="6.1.0-25-amd64", **METAL), None,
+                            "branch 560 is not packaged for Debian 12: its branches are 535, 470"),
+    "debian12_tesla_open": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None,
+                            {"exo_driver_branch": "470", "exo_driver_open_kernel_modules": True},
+                            dict(DEBIAN_13, version="12", kernel="6.1.0-25-amd64", **METAL), None,
+                            "Debian 12 packages no open kernel modules for branch 470"),
+    "container_full": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None,
+                       {"exo_driver_flavor": "full", "exo_driver_kernel_module": False}, None, None,
+                       "exo_driver_flavor full needs the kernel module"),
+}
+
+
+def _host(tmp, name, pci, nvml_config, role_vars, fake_facts, python, nvml_lib):
+    root = os.path.join(tmp, name)
+    simsysfs.write_tree(root, pci=pci)
+    host = {"exo_driver_probe_options": {"rootfs": root, "tinygrad": False, "timeout": 20},
+            "ansible_python_interpreter": python or sys.executable}
+    if nvml_config is not None:
+        config = simnvml.write_config(os.path.join(tmp, name + ".nvml.conf"), nvml_config["gpus"],
+                                      init_error=nvml_config.get("init_error"))
+        host["case_env"] = simnvml.environment(nvml_lib, config)
+    if fake_facts:
+        host["fake_facts"] = fake_facts
+    host.update(role_vars)
+    return host
+
+
+def run_plan(tmp, cases, nvml_lib):
+    inventory = {"all": {"vars": {"ansible_connection": "local", "exo_driver_plan_only": True,
+                                  "exo_driver_probe": "always", "result_dir": os.path.join(tmp, "results")},
+                         "hosts": {}}}
+    for name, spec in cases.items():
+        inventory["all"]["hosts"][name] = _host(tmp, name, *spec[:5], nvml_lib=nvml_lib)
+    os.makedirs(os.path.join(tmp, "results"))
+    with open(os.path.join(tmp, "inventory.json"), "w") as handle:
+        json.dump(inventory, handle)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_FORKS="4", ANSIBLE_NOCOLOR="1")
+    env.pop("LD_LIBRARY_PATH", None)
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "--check",
+                           "-i", os.path.join(tmp, "inventory.json"), PLAYBOOK],
+                          cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=600, check=False)
+    results = {}
+    for name in cases:
+        path = os.path.join(tmp, "results", name + ".json")
+        if os.path.exists(path):
+            with open(path) as handle:
+                results[name] = json.load(handle)
+    return proc, results
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory, nvml_lib):
+    proc, results = run_plan(str(tmp_path_factory.mktemp("driver-plan")), CASES, nvml_lib)
+    missing = sorted(set(CASES) - set(results))
+    assert proc.returncode == 0 and not missing, "hosts %s gave no result:\n%s" % (missing, proc.stdout[-6000:])
+    return results
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory, nvml_lib):
+    return run_plan(str(tmp_path_factory.mktemp("driver-refused")), FAILING, nvml_lib)
+
+
+# ---- the decision table -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, case, action, nvml_status", [
+    ("no_gpu", "no_hardware", "none", "library_not_found"),
+    ("amd_only", "no_hardware", "none", "library_not_found"),
+    ("no_driver", "library_not_found", "install", "library_not_found"),
+    ("not_loaded", "driver_not_loaded", "install", "driver_not_loaded"),
+    ("nouveau", "nouveau", "install", "library_not_found"),
+    ("mismatch", "version_mismatch", "reboot", "version_mismatch"),
+    ("healthy", "ok", "none", "ok"),
+    ("other_branch", "branch_differs", "none", "ok"),
+    ("upgrade", "upgrade", "upgrade", "ok"),
+    ("passthrough", "passthrough", "leave", "library_not_found"),
+    ("half_passthrough", "library_not_found", "install", "library_not_found"),
+    ("gpu_lost", "unhealthy", "report", "gpu_lost"),
+    ("bound_no_pynvml", "bound_unchecked", "none", "not_installed"),
+    ("unbound_no_pynvml", "unbound", "install", "not_installed"),
+])
+def test_simulated_decision_table(planned, name, case, action, nvml_status):
+    result = planned[name]
+    assert result["facts"]["nvml"]["status"] == nvml_status  # what the probe really said
+    assert (result["decision"]["case"], result["decision"]["action"]) == (case, action)
+    # only hosts that need a driver get a plan
+    assert (result["plan"] is not None) == (action in ("install", "upgrade"))
+
+
+def test_simulated_passthrough_gpus_are_left_alone(planned):
+    assert planned["passthrough"]["decision"]["passthrough"] == [GPU0, GPU1]
+    half = planned["half_passthrough"]["decision"]
+    assert half["passthrough"] == [GPU0]
+    assert half["gpus"] == [GPU1]
+
+
+def test_simulated_pending_reboot_is_listed_not_reinstalled(planned):
+    mismatch = planned["mismatch"]
+    assert mismatch["reboot_required"] is True
+    assert "version mismatch" in mismatch["reboot_reason"]
+    # the end-of-play list, the same on every host, names exactly the host with the pending reboot
+    for result in planned.values():
+        assert list(result["reboot_hosts"]) == ["mismatch"]
+
+
+def test_simulated_nouveau_gets_blacklisted(planned):
+    assert planned["nouveau"]["plan"]["nouveau_blacklist"] is True
+    assert planned["nouveau"]["decision"]["nouveau"] == [GPU0]
+    assert planned["no_driver"]["plan"]["nouveau_blacklist"] is False
+
+
+def test_simulated_debian12_plan_on_this_machine(planned):
+    """The real facts of this machine (Debian 12, a container) with a simulated GPU without driver."""
+    plan = planned["no_driver"]["plan"]
+    assert plan["distribution"] == "Debian 12 (bookworm)"
+    assert plan["branch"] == "535"
+    assert plan["repositories"][0]["components"] == ["contrib", "non-free", "non-free-firmware"]
+    assert [s["suite"] for s in plan["repositories"][0]["sources"]] == [
+        "bookworm", "bookworm-updates", "bookworm-security"]
+    assert plan["packages"] == ["nvidia-smi", "libnvidia-ml1", "libcuda1", "nvidia-persistenced"]
+    assert plan["optional_packages"] == ["python3-pynvml"]
+    if planned["no_driver"]["decision"]["container"]:
+        assert plan["kernel_module"] == "none" and plan["kernel_packages"] == []
+        assert "container" in plan["kernel_module_why"]
+    else:
+        assert plan["kernel_packages"][0] == "nvidia-kernel-dkms"
+    assert plan["hold"] == plan["kernel_packages"][:1] * (plan["kernel_module"] != "none") + plan["packages"]
+
+
+# ---- plans for other distributions (fake distribution facts, check mode) -------------------------
+
+def test_simulated_debian13_plan(planned):
+    plan = planned["debian13"]["plan"]
+    assert plan["distribution"] == "Debian 13 (trixie)"
+    assert plan["branch"] == "550"
+    assert plan["kernel_packages"] == ["nvidia-kernel-dkms", "dkms", "linux-headers-6.12.38+deb13-amd64"]
+    assert plan["version_match"] == ["nvidia-kernel-dkms", "libnvidia-ml1"]
+    assert plan["hold"] == ["nvidia-kernel-dkms", "nvidia-smi", "libnvidia-ml1", "libcuda1", "nvidia-persistenced"]
+
+
+def test_simulated_debian12_tesla_branch_plan(planned):
+    plan = planned["debian12_tesla470"]["plan"]
+    assert plan["branch"] == "470"
+    assert plan["kernel_packages"] == ["nvidia-tesla-470-kernel-dkms", "dkms", "linux-headers-6.1.0-25-amd64"]
+    assert plan["packages"] == ["nvidia-tesla-470-smi", "libnvidia-tesla-470-ml1", "libnvidia-tesla-470-cuda1",
+                                "nvidia-persistenced"]
+    assert plan["version_match"] == ["nvidia-tesla-470-kernel-dkms", "libnvidia-tesla-470-ml1"]
+
+
+def test_simulated_ubuntu2204_plan(planned):
+    plan = planned["ubuntu2204"]["plan"]
+    assert plan["distribution"] == "Ubuntu 22.04 (jammy)"
+    assert plan["branch"] == "580"
+    assert plan["kernel_module"] == "dkms"
+    assert plan["kernel_packages"] == ["nvidia-headless-580-server", "linux-headers-5.15.0-119-generic"]
+    assert plan["packages"] == ["nvidia-utils-580-server"]
+    assert plan["repositories"][0]["components"] == ["restricted", "multiverse"]
+    assert plan["repositories"][0]["keyring"] == "/usr/share/keyrings/ubuntu-archive-keyring.gpg"
+    assert [(s["uri"], s["suite"]) for s in plan["repositories"][0]["sources"]] == [
+        ("http://archive.ubuntu.com/ubuntu", "jammy"), ("http://archive.ubuntu.com/ubuntu", "jammy-updates"),
+        ("http://security.ubuntu.com/ubuntu", "jammy-security")]
+    assert plan["hold"] == ["nvidia-headless-580-server", "nvidia-utils-580-server"]
+    assert plan["version_match"] == ["nvidia-dkms-580-server", "libnvidia-compute-580-server"]
+    assert plan["module_stream"] is None
+
+
+def test_simulated_ubuntu2404_open_prebuilt_plan(planned):
+    plan = planned["ubuntu2404_open_prebuilt"]["plan"]
+    assert plan["distribution"] == "Ubuntu 24.04 (noble)"
+    assert plan["kernel_module"] == "prebuilt"
+    assert plan["kernel_packages"] == ["linux-modules-nvidia-570-server-open-6.8.0-45-generic"]
+    assert plan["packages"] == ["nvidia-headless-no-dkms-570-server-open", "nvidia-utils-570-server"]
+    assert plan["nouveau_blacklist"] is True
+
+
+def test_simulated_rocky9_plan(planned):
+    plan = planned["rocky9"]["plan"]
+    assert plan["distribution"] == "Rocky 9"
+    assert plan["module_stream"] == "nvidia-driver:580-dkms"
+    assert plan["kernel_packages"] == ["kmod-nvidia-latest-dkms", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64"]
+    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced"]
+    epel, cuda = plan["repositories"]
+    assert epel == {"kind": "epel", "package": "epel-release", "needed": True}
+    assert cuda["baseurl"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
+    assert cuda["gpgkey"] == cuda["baseurl"] + "/D42D0685.pub"
+    assert plan["initramfs_command"] == ["dracut", "--force"]
+
+
+def test_simulated_rhel8_open_full_plan_on_arm(planned):
+    plan = planned["rhel8_open_full"]["plan"]
+    assert plan["module_stream"] == "nvidia-driver:580-open"
+    assert plan["kernel_packages"] == ["kmod-nvidia-open-dkms", "kernel-devel-4.18.0-553.el8_10.x86_64"]
+    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open"]
+    epel, cuda = plan["repositories"]
+    assert epel["package"] == "https://dl.fedoraproject.org/pub/epel/epel-release-latest-8.noarch.rpm"
+    assert cuda["baseurl"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel8/sbsa"
+
+
+# ---- refused before any change --------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(FAILING))
+def test_simulated_impossible_plans_stop_with_a_reason(refused, name):
+    proc, results = refused
+    assert proc.returncode != 0
+    assert name not in results  # the host stopped inside the role
+    message = FAILING[name][5]
+    failures = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [%s]" % name)]
+    assert failures and message in failures[0], proc.stdout[-4000:]
