@@ -34,13 +34,18 @@ IN_PROCESS = r"""
 import json, sys, time
 sys.path.insert(0, %(collections)r)
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import gather
+started = time.perf_counter()
+gather(tinygrad=False)
+first = (time.perf_counter() - started) * 1000.0
+# A long-lived caller has nvidia-ml-py imported once; each stage's child then inherits it.
+import pynvml
 samples = []
 for dummy in range(%(rounds)d):
     started = time.perf_counter()
     facts = gather(tinygrad=False)
     samples.append((time.perf_counter() - started) * 1000.0)
 assert len(facts["gpus"]) == 8 and facts["nvml"]["status"] == "ok", facts["nvml"]
-print(json.dumps(samples))
+print(json.dumps({"first": first, "samples": samples}))
 """
 
 
@@ -80,7 +85,8 @@ def main():
     env = dict(os.environ, **simnvml.environment(simnvml.build("current"), config))
     script = IN_PROCESS % {"collections": os.path.join(REPO, ".build", "collections"), "rounds": 5 * options.rounds}
     output = subprocess.run([sys.executable, "-c", script], env=env, check=True, stdout=subprocess.PIPE).stdout
-    samples["in-process probe, 8 simulated GPUs"] = json.loads(output.decode())
+    in_process = json.loads(output.decode())
+    samples["in-process probe, 8 simulated GPUs"] = in_process["samples"]
 
     medians = dict((name, statistics.median(values)) for name, values in samples.items())
     ping = medians["ping"]
@@ -92,7 +98,8 @@ def main():
     print("device_facts tinygrad=false / ping: %.2f (target <= 1.15)" % (medians["device_facts tinygrad=false"] / ping))
     print("tinygrad stage adds %.0f ms; the selection alone costs %.0f ms (target: adds no more than that)"
           % (extra, medians["tinygrad selection alone"]))
-    print("in-process probe of 8 simulated GPUs: %.1f ms (target < 50)" % medians["in-process probe, 8 simulated GPUs"])
+    print("in-process probe of 8 simulated GPUs: %.1f ms (target < 50); the first call, which also imports "
+          "nvidia-ml-py: %.1f ms" % (medians["in-process probe, 8 simulated GPUs"], in_process["first"]))
 
 
 if __name__ == "__main__":

@@ -9,9 +9,16 @@ into the published facts in the parent, where nothing can hang.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import ctypes
+import glob
+import importlib.util
+import os
+import sys
+
 from ansible_collections.gpufleet.exo.plugins.module_utils import chips
 
 MIB = 1024 * 1024
+LIBRARY = "libnvidia-ml.so.1"
 
 # NVML return codes (nvml.h), as nvidia-ml-py raises them in NVMLError.value.
 NOT_SUPPORTED = 3
@@ -112,28 +119,43 @@ def _gpu(session, index):
     }
 
 
-def _library_version():
-    try:
-        from importlib import metadata
-    except ImportError:
-        return None
-    for distribution in ("nvidia-ml-py", "pynvml"):
-        try:
-            return metadata.version(distribution)
-        except Exception:  # pylint: disable=broad-except
-            continue
+def _library_version(spec):
+    """nvidia-ml-py's version, from the dist-info beside the module it imports.
+
+    importlib.metadata scans every distribution on the path, which costs tens of milliseconds
+    in a large environment; the dist-info sits next to pynvml.py.
+    """
+    site = os.path.dirname(spec.origin or "")
+    for pattern in ("nvidia_ml_py-*.dist-info", "pynvml-*.dist-info"):
+        found = glob.glob(os.path.join(site, pattern))
+        if found:
+            return os.path.basename(found[0])[:-len(".dist-info")].split("-", 1)[1]
     return None
 
 
 def query():
     """Runs in the child: raw NVML facts, or the status that stopped them."""
+    result = {"library_version": None, "driver_version": None, "cuda_driver_version": None,
+              "gpus": [], "errors": []}
+    spec = importlib.util.find_spec("pynvml")
+    if spec is None:
+        result.update(status="not_installed",
+                      message="nvidia-ml-py is not installed for %s; pip install nvidia-ml-py" % sys.executable)
+        return result
+    result["library_version"] = _library_version(spec)
+    try:
+        # nvidia-ml-py loads the library by this name too; looking first spares importing it
+        # (a tenth of a second) on the many hosts that have no NVIDIA driver.
+        ctypes.CDLL(LIBRARY)
+    except OSError as exc:
+        result.update(status="library_not_found", message="%s cannot be loaded: %s" % (LIBRARY, exc))
+        return result
     try:
         import pynvml
     except ImportError as exc:
-        return {"status": "not_installed", "library_version": None,
-                "message": "nvidia-ml-py is not installed for this Python (%s); pip install nvidia-ml-py" % exc}
-    result = {"library_version": _library_version(), "driver_version": None, "cuda_driver_version": None,
-              "gpus": [], "errors": []}
+        result.update(status="not_installed", message="nvidia-ml-py cannot be imported for %s (%s); "
+                                                      "pip install nvidia-ml-py" % (sys.executable, exc))
+        return result
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as exc:

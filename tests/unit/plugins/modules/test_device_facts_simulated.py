@@ -6,6 +6,8 @@ GPU sets, the fault matrix, and the facts that depend on the PCI bus."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from importlib import metadata
+
 import pytest
 
 from tests.simulated import nvml as sim
@@ -28,6 +30,7 @@ def test_simulated_gpu_sets(simulated_host, count):
     facts = run.facts
     assert facts["nvml"]["status"] == "ok"
     assert facts["nvml"]["driver_version"] == "550.54.15" and facts["nvml"]["cuda_driver_version"] == "12.4"
+    assert facts["nvml"]["library_version"] == metadata.version("nvidia-ml-py")
     assert [g["index"] for g in facts["gpus"]] == list(range(count))
     # The minor number is the driver's, not the index.
     assert [g["minor"] for g in facts["gpus"]] == [count - 1 - i for i in range(count)]
@@ -117,7 +120,7 @@ def test_library_not_found_on_this_machine(tmp_path):
     # No libnvidia-ml at all (this machine has none): nvidia-ml-py's own LibraryNotFound.
     from tests.unit.conftest import run_module
     facts = run_module(tmp_path, {"tinygrad": False}).facts
-    assert facts["nvml"]["status"] == "library_not_found"
+    assert facts["nvml"]["status"] == "library_not_found" and "libnvidia-ml.so.1" in facts["nvml"]["message"]
     assert facts["backend"] == "cpu" and facts["fallback_reason"]
 
 
