@@ -1,5 +1,5 @@
 # Entry points. Each one installs what it needs first (scripts/bootstrap.sh).
-.PHONY: site facts test unit sanity lint integration molecule bench build clean
+.PHONY: site facts test unit sanity lint integration site-test molecule bench build clean
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
@@ -16,6 +16,10 @@ test:
 
 unit sanity lint integration molecule:
 	tests/run.sh $@
+
+# The main job, run twice on this machine: the second run must change nothing.
+site-test:
+	tests/run.sh site
 
 bench:
 	@scripts/bootstrap.sh

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the test suites: tests/run.sh [all|unit|sanity|lint|integration|molecule]...
+# Run the test suites: tests/run.sh [all|unit|sanity|lint|integration|site|molecule]...
 # It installs what it needs first: the virtualenv and pip packages (scripts/bootstrap.sh), and the
 # Debian packages and container images the sanity and molecule suites use.
 set -euo pipefail
@@ -50,11 +50,20 @@ run_molecule() {
   . tests/containers/env.sh
   tests/containers/image.sh debian12
   (cd roles/driver && molecule test)
+  (cd roles/node && molecule test)
+}
+
+# The README's main command, twice: the second run must change nothing.
+run_site() {
+  ansible-playbook site.yml
+  ansible-playbook site.yml | tee .build/site-second-run.log
+  grep -Eq 'localhost +: ok=[0-9]+ +changed=0 ' .build/site-second-run.log \
+    || { echo "site.yml: the second run changed something" >&2; exit 1; }
 }
 
 suites=("$@")
 if [ ${#suites[@]} -eq 0 ] || [ "${suites[0]}" = all ]; then
-  suites=(unit sanity lint integration molecule)
+  suites=(unit sanity lint integration site molecule)
 fi
 for suite in "${suites[@]}"; do
   echo "=== $suite"

@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """The node role's defaults, argument specs, unit template and documentation agree."""
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLE = os.path.join(REPO, "roles", "node")
+
+
+def load(*parts):
+    with open(os.path.join(ROLE, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+DEFAULTS = load("defaults", "main.yml")
+OPTIONS = load("meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+
+
+def test_every_default_has_a_spec_and_every_spec_a_default():
+    assert sorted(DEFAULTS) == sorted(OPTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_spec_describes_and_matches_the_default(name):
+    spec = OPTIONS[name]
+    assert spec.get("description"), name
+    assert spec.get("type"), name
+    assert spec.get("default") == DEFAULTS[name], name
+    if "choices" in spec:
+        assert DEFAULTS[name] in spec["choices"], name
+
+
+def test_every_variable_the_role_reads_is_declared():
+    used = set()
+    for directory in ("tasks", "templates", "handlers", "vars"):
+        for base, dummy, files in os.walk(os.path.join(ROLE, directory)):
+            for name in files:
+                with open(os.path.join(base, name)) as handle:
+                    used.update(re.findall(r"\bexo_node_[a-z0-9_]+", handle.read()))
+    # Facts the role publishes, not inputs.
+    published = {"exo_node_instances", "exo_node_cpu_reason"}
+    assert sorted(used - set(OPTIONS) - published) == []
+
+
+def test_every_variable_is_documented():
+    with open(os.path.join(REPO, "docs", "node.md")) as handle:
+        text = handle.read()
+    assert sorted(name for name in OPTIONS if name not in text) == []
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="needs systemd-analyze")
+def test_template_unit_rates_2_or_lower_offline(tmp_path):
+    """The unit as rendered with the defaults, plus a GPU instance's drop-in, rated offline."""
+    import jinja2
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
+                             keep_trailing_newline=True, trim_blocks=True)
+    env.filters["comment"] = lambda text: "#\n# %s\n#" % text
+    variables = dict(DEFAULTS, ansible_managed="Ansible managed")
+    unit_dir = tmp_path / "etc" / "systemd" / "system"
+    dropin = unit_dir / "exo@GPU-0.service.d"
+    dropin.mkdir(parents=True)
+    (unit_dir / "exo@.service").write_text(env.get_template("exo@.service.j2").render(**variables))
+    instance = {"name": "GPU-0", "kind": "gpu", "home": "/var/lib/exo/GPU-0", "cpu_list": "0-7", "numa_node": 0,
+                "devices": ["/dev/nvidia0 rw", "/dev/nvidiactl rw", "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw"]}
+    (dropin / "10-gpufleet.conf").write_text(env.get_template("instance.conf.j2").render(item=instance, **variables))
+    proc = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--root=%s" % tmp_path,
+                           "exo@GPU-0.service"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    figure = re.search(r"Overall exposure level for \S+: ([0-9.]+)", proc.stdout)
+    assert figure, proc.stdout[-3000:]
+    assert float(figure.group(1)) <= 2.0, proc.stdout
+    # The drop-in was read: the device ACL names the instance's GPU.
+    assert "/dev/nvidia0:rw" in proc.stdout
