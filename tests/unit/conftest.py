@@ -47,6 +47,32 @@ def run_module(tmp_path, args=None, env=None, python=sys.executable):
     return Run(result, elapsed)
 
 
+def run_playbook(tmp, inventory, playbook, hosts, check=False, timeout=600):
+    """Run a playbook over a JSON inventory; each host writes <result_dir>/<host>.json.
+
+    Returns the finished process and the results of the hosts that wrote one.
+    """
+    result_dir = os.path.join(tmp, "results")
+    os.makedirs(result_dir)
+    inventory["all"]["vars"]["result_dir"] = result_dir
+    with open(os.path.join(tmp, "inventory.json"), "w") as handle:
+        json.dump(inventory, handle)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_FORKS="4", ANSIBLE_NOCOLOR="1")
+    env.pop("LD_LIBRARY_PATH", None)
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook")]
+                          + (["--check"] if check else []) + ["-i", os.path.join(tmp, "inventory.json"), playbook],
+                          cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=timeout, check=False)
+    results = {}
+    for name in hosts:
+        path = os.path.join(result_dir, name + ".json")
+        if os.path.exists(path):
+            with open(path) as handle:
+                results[name] = json.load(handle)
+    return proc, results
+
+
 @pytest.fixture(scope="session")
 def nvml_lib():
     return simnvml.build("current")

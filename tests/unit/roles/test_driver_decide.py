@@ -11,15 +11,14 @@ simulated host, so every decision is made from facts the probe really produced.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs
+from tests.unit.conftest import run_playbook
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PLAYBOOK = os.path.join(REPO, "roles", "driver", "tests", "plan.yml")
@@ -113,27 +112,10 @@ def _host(tmp, name, pci, nvml_config, role_vars, fake_facts, python, nvml_lib):
 
 def run_plan(tmp, cases, nvml_lib):
     inventory = {"all": {"vars": {"ansible_connection": "local", "exo_driver_plan_only": True,
-                                  "exo_driver_probe": "always", "result_dir": os.path.join(tmp, "results")},
-                         "hosts": {}}}
-    for name, spec in cases.items():
-        inventory["all"]["hosts"][name] = _host(tmp, name, *spec[:5], nvml_lib=nvml_lib)
-    os.makedirs(os.path.join(tmp, "results"))
-    with open(os.path.join(tmp, "inventory.json"), "w") as handle:
-        json.dump(inventory, handle)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
-               ANSIBLE_FORKS="4", ANSIBLE_NOCOLOR="1")
-    env.pop("LD_LIBRARY_PATH", None)
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "--check",
-                           "-i", os.path.join(tmp, "inventory.json"), PLAYBOOK],
-                          cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=600, check=False)
-    results = {}
-    for name in cases:
-        path = os.path.join(tmp, "results", name + ".json")
-        if os.path.exists(path):
-            with open(path) as handle:
-                results[name] = json.load(handle)
-    return proc, results
+                                  "exo_driver_probe": "always"},
+                         "hosts": dict((name, _host(tmp, name, *spec[:5], nvml_lib=nvml_lib))
+                                       for name, spec in cases.items())}}
+    return run_playbook(tmp, inventory, PLAYBOOK, cases, check=True)
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,13 @@ version table, for the version a case names.
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs
+from tests.unit.conftest import run_playbook
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PLAYBOOK = os.path.join(REPO, "roles", "node", "tests", "select.yml")
@@ -134,7 +134,7 @@ def _host(tmp, name, gpus, role_vars, version, nvml_lib):
 
 
 def run_cases(tmp, cases, nvml_lib, extra_vars=None):
-    inventory = {"all": {"vars": dict({"ansible_connection": "local", "result_dir": os.path.join(tmp, "results"),
+    inventory = {"all": {"vars": dict({"ansible_connection": "local",
                                        "exo_node_mig_minors_path": os.path.join(tmp, "mig-minors")},
                                       **(extra_vars or {})),
                          "hosts": {}}}
@@ -146,23 +146,7 @@ def run_cases(tmp, cases, nvml_lib, extra_vars=None):
     with open(os.path.join(tmp, "mig-minors"), "w") as handle:
         handle.write("config 1\nmonitor 2\ngpu0/gi1/access 21\ngpu0/gi1/ci0/access 22\n"
                      "gpu0/gi7/access 81\ngpu0/gi7/ci0/access 82\n")
-    os.makedirs(os.path.join(tmp, "results"))
-    with open(os.path.join(tmp, "inventory.json"), "w") as handle:
-        json.dump(inventory, handle)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
-               ANSIBLE_FORKS="4", ANSIBLE_NOCOLOR="1")
-    env.pop("LD_LIBRARY_PATH", None)
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"),
-                           "-i", os.path.join(tmp, "inventory.json"), PLAYBOOK],
-                          cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=900, check=False)
-    results = {}
-    for name in cases:
-        path = os.path.join(tmp, "results", name + ".json")
-        if os.path.exists(path):
-            with open(path) as handle:
-                results[name] = json.load(handle)
-    return proc, results
+    return run_playbook(tmp, inventory, PLAYBOOK, cases, timeout=900)
 
 
 @pytest.fixture(scope="module")
