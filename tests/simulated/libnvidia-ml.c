@@ -5,9 +5,11 @@
  * A simulated libnvidia-ml.so.1 for tests. It exports a subset of NVML's C API with the
  * signatures, struct layouts and return codes of nvml.h, so the real nvidia-ml-py (pynvml)
  * can load it in place of NVIDIA's library. What it reports comes from a line-based file named
- * by the environment variable SIMULATED_NVML_CONFIG, read when the library goes from
- * uninitialized to initialized (so a process can init, shut down and init again with another
- * file). tests/simulated/nvml.py writes that file; its docstring describes the format.
+ * by the environment variable SIMULATED_NVML_CONFIG, else /etc/simulated-nvml.conf (the
+ * simulated host's own, as a real driver's state belongs to the host, not to a process), read
+ * when the library goes from uninitialized to initialized (so a process can init, shut down and
+ * init again with another file). tests/simulated/nvml.py writes that file; its docstring
+ * describes the format.
  *
  * Compiled with -DSIMULATED_NVML_LEGACY it omits the symbols an R418-era driver lacks, so
  * pynvml raises NVMLError_FunctionNotFound for them as it does on such hosts.
@@ -15,6 +17,8 @@
  * Plain C11 + POSIX, no dependencies: it must also load inside a minimal Debian container.
  */
 #define _POSIX_C_SOURCE 200809L
+
+#define HOST_CONFIG "/etc/simulated-nvml.conf"
 
 #include <signal.h>
 #include <stddef.h>
@@ -512,7 +516,10 @@ static nvmlReturn_t load_config(void)
 
     reset_state();
     cfg.loaded = 1;
-    if (!path || !*path) return NVML_SUCCESS;
+    if (!path || !*path) {
+        if (access(HOST_CONFIG, R_OK) != 0) return NVML_SUCCESS;
+        path = HOST_CONFIG;
+    }
     f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "simulated NVML: cannot read SIMULATED_NVML_CONFIG=%s; simulating a host with no GPUs\n",

@@ -22,8 +22,10 @@ Loading the library into a process
     glibc then hands pynvml the already-loaded library, matched by its SONAME. The library reads
     ``SIMULATED_NVML_CONFIG`` from the environment each time it goes from uninitialized to
     initialized, so a process may set ``os.environ["SIMULATED_NVML_CONFIG"]``, init, shut down and
-    init again with another file. Without the variable (or without the file, which also prints a
-    warning on stderr) it is a host whose driver is loaded and that has no GPUs.
+    init again with another file. Without the variable it reads ``/etc/simulated-nvml.conf``, the
+    simulated host's own file (for containers that play a host, whatever the environment of the
+    process); without either (or when the named file is missing, which also prints a warning on
+    stderr) it is a host whose driver is loaded and that has no GPUs.
 
 Variants
     ``current`` exports every call this simulation knows; ``legacy`` is the same source without
