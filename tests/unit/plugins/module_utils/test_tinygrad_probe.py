@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The tinygrad stage: SCRIPT run for real, against the installed tinygrad and simulated ones.
+"""The tinygrad stage: SCRIPT (the text of tinygrad_child.py) run for real, against the installed
+tinygrad and simulated ones, and the version rules the child and the module share.
 
 Simulated tinygrad packages are small stand-ins written to a temporary folder (with their own
 dist-info, so the script reads a version from metadata as it does for a real install); they
@@ -21,6 +22,7 @@ import textwrap
 
 import pytest
 
+from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_child
 from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_probe as tp
 
 TIMEOUT = 120  # generous: the host is shared; this only stops a hung child from hanging the suite
@@ -195,6 +197,10 @@ ENV_SEEN = ["NV_IFACE", "AMD_IFACE", "VFIO", "CACHELEVEL", "DEV", "CUDA_VISIBLE_
     ("0.11.0", {"VFIO": "0", "CACHELEVEL": "0", "NV_IFACE": "NVK", "AMD_IFACE": "KFD"}),
     ("0.12.0", {"VFIO": "0", "CACHELEVEL": "0", "NV_IFACE": "NVK", "AMD_IFACE": "KFD"}),
     ("0.14.0", {"VFIO": "0", "CACHELEVEL": "0", "NV_IFACE": None, "AMD_IFACE": None}),
+    # Read by the same rules as version_facts: a prefix, a short form, a local build.
+    ("v0.12.0", {"VFIO": "0", "CACHELEVEL": "0", "NV_IFACE": "NVK", "AMD_IFACE": "KFD"}),
+    ("0.11", {"VFIO": "0", "CACHELEVEL": "0", "NV_IFACE": "NVK", "AMD_IFACE": "KFD"}),
+    ("0.10.3+local", {"VFIO": "0", "CACHELEVEL": "0", "NV_IFACE": None, "AMD_IFACE": "KFD"}),
 ])
 def test_simulated_tinygrad_sees_the_guard_environment_of_its_version(tmp_path, bare_python, version, expected):
     site = simulated_tinygrad(tmp_path / "site", version, {
@@ -347,7 +353,36 @@ def test_simulated_cpu_backend_needs_its_c_compiler(tmp_path, bare_python, versi
         assert "C compiler 'clang' is not on PATH" in result["reason"]
 
 
-# --- version_facts ----------------------------------------------------------------------
+# --- the version rules: tinygrad_child.parse_version and version_row, behind version_facts ---
+
+@pytest.mark.parametrize("text,parsed", [
+    ("0.10.0", (0, 10, 0)),
+    ("0.10.1.dev20250129", (0, 10, 1)),
+    ("v0.12.0", (0, 12, 0)),
+    (" 0.11", (0, 11, 0)),
+    ("1", (1, 0, 0)),
+    ("0.10.3+local", (0, 10, 3)),
+    ("0.14.0rc1", (0, 14, 0)),
+    (None, None),
+    ("", None),
+    ("master", None),
+    ("dev-0.10", None),
+])
+def test_parse_version(text, parsed):
+    assert tinygrad_child.parse_version(text) == parsed
+
+
+def test_version_row_is_the_table_row():
+    first, facts, assumed = tinygrad_child.version_row("0.12.0")
+    assert (first, assumed) == ("0.12.0", False)
+    assert facts is dict(tinygrad_child.VERSIONS)["0.12.0"]
+
+
+def test_version_rows_are_in_order_and_reach_the_researched_release():
+    firsts = [tinygrad_child.parse_version(first) for first, facts in tinygrad_child.VERSIONS]
+    assert firsts == sorted(firsts) and len(set(firsts)) == len(firsts)
+    assert firsts[-1] <= tinygrad_child.parse_version(tinygrad_child.RESEARCHED_UP_TO)
+
 
 @pytest.mark.parametrize("version,row,cpu,nv_visible,nv_select", [
     ("0.10.0", "0.10.0", {"CLANG": "1"}, "VISIBLE_DEVICES", {"NV": "1"}),
@@ -385,6 +420,7 @@ def test_version_facts_amd_uses_the_kernel_interface_from_0_10_3():
     (None, "0.13.0", True),
     ("", "0.13.0", True),
     ("master", "0.13.0", True),
+    ("0.14.0rc1", "0.13.0", False),
 ])
 def test_version_facts_unusual_versions(version, row, assumed):
     facts = tp.version_facts(version)
@@ -399,13 +435,6 @@ def test_version_facts_rejects_non_strings():
 def test_version_facts_returns_a_copy():
     tp.version_facts("0.14.0")["select_env"]["nv"]["DEV"] = "changed"
     assert tp.version_facts("0.14.0")["select_env"]["nv"]["DEV"] == "NVK:{index}+NV"
-
-
-def test_script_and_module_agree_on_the_rows():
-    # SCRIPT carries its own copy of the guard table; it must be the module's.
-    for first, facts in tp.VERSIONS:
-        assert repr(facts["guard_env"]) in tp.SCRIPT and repr(facts["blocked"]) in tp.SCRIPT
-    compile(tp.SCRIPT, "<tinygrad probe>", "exec")
 
 
 def test_backends_vocabulary():
