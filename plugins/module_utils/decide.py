@@ -15,12 +15,22 @@ DRIVER_MISSING = {
 }
 
 
+# The kernel driver of a GPU passed through to a guest: the host's driver must leave it alone.
+PASSTHROUGH_DRIVER = "vfio-pci"
+
+
+def nvidia_gpus(pci_devices):
+    """(managed, passed_through): the NVIDIA devices on the PCI bus, those passed through to guests apart."""
+    nvidia = [d for d in pci_devices if d["vendor"] == "nvidia"]
+    return ([d for d in nvidia if d["driver"] != PASSTHROUGH_DRIVER],
+            [d for d in nvidia if d["driver"] == PASSTHROUGH_DRIVER])
+
+
 def driver(pci_devices, nvml):
     """(driver_needed, driver_reason) for the NVIDIA driver."""
-    nvidia = [d for d in pci_devices if d["vendor"] == "nvidia"]
-    if not nvidia:
+    usable, passed_through = nvidia_gpus(pci_devices)
+    if not usable and not passed_through:
         return False, "no NVIDIA GPU on the PCI bus"
-    usable = [d for d in nvidia if d["driver"] != "vfio-pci"]
     if not usable:
         return False, "every NVIDIA GPU is bound to vfio-pci (passed through to a guest): left alone"
     unbound = [d for d in usable if d["driver"] != "nvidia"]
@@ -74,28 +84,37 @@ def backend(pci_devices, nvml, gpus, visible, amd_gpus, tinygrad):
     return "cpu", _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus)
 
 
-def exo_capabilities(chosen, gpus, visible, amd_gpus, host):
-    """exo's DeviceCapabilities for the device an exo node here would use.
-
-    exo wants numbers for flops; an unknown part gets 0.0 here, and the GPU's own entry says
-    flops.source: unknown.
-    """
-    device = None
-    if chosen in ("cuda", "nv") and visible["devices"]:
-        first = visible["devices"][0]
-        gpu = next(g for g in gpus if g["index"] == first["index"])
-        mig = next((m for m in gpu["mig"]["devices"] if m["uuid"] == first["mig_uuid"]), None)
-        device = (gpu["name"], gpu["chip"] or gpu["name"],
-                  mig["memory_mib"] if mig else gpu["memory_mib"], gpu["flops"])
-    elif chosen == "amd" and amd_gpus:
-        gpu = amd_gpus[0]
-        device = (gpu["name"] or gpu["chip"], gpu["chip"] or gpu["name"], gpu["memory_mib"], {})
-    if device is None:
-        device = ("CPU", host["cpu_model"], host["memory_mib"], {})
-    name, chip, memory, flops = device
+def _capabilities(name, chip, memory, flops):
     return {
         "model": "Linux Box (%s)" % name,
         "chip": chip,
         "memory": memory or 0,
         "flops": dict((kind, float(flops.get(kind) or 0.0)) for kind in ("fp32", "fp16", "int8")),
     }
+
+
+def gpu_capabilities(gpu, memory_mib):
+    """exo's DeviceCapabilities for an NVIDIA GPU (or a MIG device of it, with its own memory)."""
+    return _capabilities(gpu["name"], gpu["chip"] or gpu["name"], memory_mib, gpu.get("flops") or {})
+
+
+def cpu_capabilities(host):
+    """exo's DeviceCapabilities for a node on the CPU."""
+    return _capabilities("CPU", host["cpu_model"], host["memory_mib"], {})
+
+
+def exo_capabilities(chosen, gpus, visible, amd_gpus, host):
+    """exo's DeviceCapabilities for the device an exo node here would use.
+
+    exo wants numbers for flops; an unknown part gets 0.0 here, and the GPU's own entry says
+    flops.source: unknown.
+    """
+    if chosen in ("cuda", "nv") and visible["devices"]:
+        first = visible["devices"][0]
+        gpu = next(g for g in gpus if g["index"] == first["index"])
+        mig = next((m for m in gpu["mig"]["devices"] if m["uuid"] == first["mig_uuid"]), None)
+        return gpu_capabilities(gpu, mig["memory_mib"] if mig else gpu["memory_mib"])
+    if chosen == "amd" and amd_gpus:
+        gpu = amd_gpus[0]
+        return _capabilities(gpu["name"] or gpu["chip"], gpu["chip"] or gpu["name"], gpu["memory_mib"], {})
+    return cpu_capabilities(host)
