@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The driver role's decision table and per-distribution plans, over simulated hosts.
+"""The driver role's decision table and per-distribution plans, through ansible-playbook over simulated hosts.
 
-Each case is a simulated host (a sysfs tree and a simulated libnvidia-ml, or none), an inventory
-host on a local connection. One ansible-playbook run in check mode runs the role with
+The policy itself is tested in tests/unit/plugins/module_utils/test_driver_plan.py; here each case is a
+simulated host (a sysfs tree and a simulated libnvidia-ml, or none), an inventory host on a local
+connection. One ansible-playbook run in check mode runs the role (driver_role.yml beside this file) with
 exo_driver_plan_only over all of them: the role runs gpufleet.exo.device_facts itself against the
 simulated host, so every decision is made from facts the probe really produced.
 """
@@ -20,8 +21,7 @@ from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs
 from tests.unit.conftest import run_playbook
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-PLAYBOOK = os.path.join(REPO, "roles", "driver", "tests", "plan.yml")
+PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "driver_role.yml")
 H100 = simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id="0000:3b:00.0")
 GPU0 = "0000:3b:00.0"
 GPU1 = "0000:4b:00.0"

@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Where the NVIDIA driver comes from on each distribution the driver role installs on, as data.
+
+Package names carry placeholders filled per host: %(branch)s the driver branch, %(open)s "-open" for
+NVIDIA's open kernel modules (Ubuntu), %(kernel)s the running kernel's release, %(major)s the
+distribution's major version. plugins/module_utils/driver_plan.py reads these tables; docs/driver.md
+shows them per distribution.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+# The same path on every distribution the role installs on.
+APT_SOURCES_FILE = "/etc/apt/sources.list.d/gpufleet-exo-nvidia.sources"
+
+# Debian: the driver comes from Debian's own contrib/non-free archive. Each release packages one
+# current branch under plain names (nvidia-driver, libnvidia-ml1, ...) and older datacenter branches
+# under nvidia-tesla-<branch>-* names. kernel_open is None where Debian packages no open modules.
+DEBIAN = {
+    "family": "Debian",
+    "distributions": ["Debian"],
+    "package_manager": "apt",
+    # Debian releases are named by their major version.
+    "release_fact": "distribution_major_version",
+    "releases": {
+        "12": {"codename": "bookworm", "default_branch": "535", "branches": {"535": "current", "470": "tesla"}},
+        "13": {"codename": "trixie", "default_branch": "550", "branches": {"550": "current", "535": "tesla"}},
+    },
+    # compute is what a headless GPU compute host needs (NVML, the CUDA driver library, nvidia-smi,
+    # the persistence daemon); full adds nvidia-driver (X, GL, Vulkan).
+    "packagings": {
+        "current": {
+            "kernel": "nvidia-kernel-dkms",
+            "kernel_open": "nvidia-open-kernel-dkms",
+            "compute": ["nvidia-smi", "libnvidia-ml1", "libcuda1", "nvidia-persistenced"],
+            "full": ["nvidia-driver"],
+            "library": "libnvidia-ml1",
+        },
+        "tesla": {
+            "kernel": "nvidia-tesla-%(branch)s-kernel-dkms",
+            "kernel_open": None,
+            "compute": ["nvidia-tesla-%(branch)s-smi", "libnvidia-tesla-%(branch)s-ml1",
+                        "libnvidia-tesla-%(branch)s-cuda1", "nvidia-persistenced"],
+            "full": ["nvidia-tesla-%(branch)s-driver"],
+            "library": "libnvidia-tesla-%(branch)s-ml1",
+        },
+    },
+    "repository": {
+        "keyring": "/usr/share/keyrings/debian-archive-keyring.gpg",
+        "components": ["contrib", "non-free", "non-free-firmware"],
+    },
+    "mok_key": "/var/lib/dkms/mok.pub",
+    "initramfs_command": ["update-initramfs", "-u"],
+    "persistenced_service": "nvidia-persistenced",
+}
+
+# The datacenter production branches whose server packages Canonical and NVIDIA's CUDA repository
+# carry for the releases below: the branches this role installs there. Other branches are refused
+# before any change; the package check then confirms that the archive really carries the one chosen.
+PRODUCTION_BRANCHES = ["535", "550", "570", "580"]
+
+# Ubuntu: Canonical's server branches from the restricted component, with the kernel module built by
+# DKMS (the default) or Canonical's prebuilt modules for the running kernel, which Canonical signs, so
+# they load under Secure Boot without enrolling a key. nvidia-headless-<branch>-server is
+# nvidia-headless-no-dkms-<branch>-server plus the DKMS module.
+UBUNTU = {
+    "family": "Ubuntu",
+    "distributions": ["Ubuntu"],
+    "package_manager": "apt",
+    # Ubuntu releases are named by their full version.
+    "release_fact": "distribution_version",
+    "releases": {
+        "22.04": {"codename": "jammy", "default_branch": "580", "branches": PRODUCTION_BRANCHES},
+        "24.04": {"codename": "noble", "default_branch": "580", "branches": PRODUCTION_BRANCHES},
+    },
+    # Package names per kernel module mode; none is user space only.
+    "modes": {
+        "dkms": {
+            "kernel": ["nvidia-headless-%(branch)s-server%(open)s", "linux-headers-%(kernel)s"],
+            "userspace": ["nvidia-utils-%(branch)s-server"],
+            "versioned_kernel": "nvidia-dkms-%(branch)s-server%(open)s",
+        },
+        "prebuilt": {
+            "kernel": ["linux-modules-nvidia-%(branch)s-server%(open)s-%(kernel)s"],
+            "userspace": ["nvidia-headless-no-dkms-%(branch)s-server%(open)s", "nvidia-utils-%(branch)s-server"],
+            "versioned_kernel": "linux-modules-nvidia-%(branch)s-server%(open)s-%(kernel)s",
+        },
+        "none": {
+            "kernel": [],
+            "userspace": ["nvidia-headless-no-dkms-%(branch)s-server%(open)s", "nvidia-utils-%(branch)s-server"],
+            "versioned_kernel": None,
+        },
+    },
+    "full": ["nvidia-driver-%(branch)s-server%(open)s"],
+    "library": "libnvidia-compute-%(branch)s-server",
+    "repository": {
+        "keyring": "/usr/share/keyrings/ubuntu-archive-keyring.gpg",
+        "components": ["restricted", "multiverse"],
+    },
+    # Canonical serves x86_64 from the archive and every other architecture from the ports mirror.
+    "mirrors": {
+        "x86_64": {"archive": "http://archive.ubuntu.com/ubuntu", "security": "http://security.ubuntu.com/ubuntu"},
+        "other": {"archive": "http://ports.ubuntu.com/ubuntu-ports", "security": "http://ports.ubuntu.com/ubuntu-ports"},
+    },
+    "mok_key": "/var/lib/shim-signed/mok/MOK.der",
+    "initramfs_command": ["update-initramfs", "-u"],
+    "persistenced_service": "nvidia-persistenced",
+}
+
+# RHEL, Rocky Linux, AlmaLinux and CentOS Stream 8 and 9: NVIDIA's CUDA repository, with the branch
+# chosen and locked by a module stream of nvidia-driver (<branch>-dkms or <branch>-open), the kernel
+# module built by DKMS from EPEL.
+REDHAT = {
+    "family": "RedHat",
+    "distributions": ["RedHat", "Rocky", "AlmaLinux", "CentOS"],
+    "package_manager": "dnf",
+    "release_fact": "distribution_major_version",
+    "releases": {
+        "8": {"repo": "rhel8", "default_branch": "580", "branches": PRODUCTION_BRANCHES},
+        "9": {"repo": "rhel9", "default_branch": "580", "branches": PRODUCTION_BRANCHES},
+    },
+    # CUDA repository directory per machine architecture.
+    "cuda_arches": {"x86_64": "x86_64", "aarch64": "sbsa"},
+    # How each distribution gets EPEL (for dkms).
+    "epel": {
+        "RedHat": "https://dl.fedoraproject.org/pub/epel/epel-release-latest-%(major)s.noarch.rpm",
+        "Rocky": "epel-release",
+        "AlmaLinux": "epel-release",
+        "CentOS": "epel-release",
+    },
+    "epel_baseurl": "https://dl.fedoraproject.org/pub/epel/%(major)s/Everything/%(architecture)s/",
+    # Package names in the CUDA repository: the DKMS kernel module and the full driver's metapackage
+    # per kernel module flavour, and the compute-only user space (CUDA and NVML libraries, nvidia-smi).
+    "packagings": {
+        "proprietary": {"stream": "%(branch)s-dkms", "kernel": ["kmod-nvidia-latest-dkms"], "full": ["cuda-drivers"]},
+        "open": {"stream": "%(branch)s-open", "kernel": ["kmod-nvidia-open-dkms"], "full": ["nvidia-open"]},
+    },
+    "compute": ["nvidia-driver-cuda", "nvidia-persistenced"],
+    "mok_key": "/var/lib/dkms/mok.pub",
+    "initramfs_command": ["dracut", "--force"],
+    "persistenced_service": "nvidia-persistenced",
+}
+
+FAMILIES = (DEBIAN, UBUNTU, REDHAT)
+SUPPORTED = ("Debian 12 and 13, Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaLinux and CentOS Stream 8 and 9")
+
+
+def family(distribution):
+    """The table for a distribution (ansible_facts.distribution), or None where the role does not install."""
+    return next((table for table in FAMILIES if distribution in table["distributions"]), None)

@@ -1,0 +1,554 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The driver role's policy in one place: its settings checked, the host's case, and the plan.
+
+`plan(facts, settings, host)` takes a host's ansible_facts (with device_capabilities from
+gpufleet.exo.device_facts) and the role's exo_driver_* variables as the user gave them, and returns
+what the role does there: the decision (which case of the table below and why), the packages and
+repositories per distribution, and every problem that must stop the host before any change, each
+message naming the host, the variable, the value as given and what to do. It changes nothing.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import difflib
+import json
+import math
+import re
+
+from ansible.module_utils.common.validation import check_type_bool, check_type_float, check_type_int
+from ansible.module_utils.six import string_types
+
+from ansible_collections.gpufleet.exo.plugins.module_utils import driver_distributions as distributions
+from ansible_collections.gpufleet.exo.plugins.module_utils.decide import DRIVER_MISSING, nvidia_gpus
+
+# The decision table: case -> (action, reason). The first case that applies wins (see classify).
+#   none     nothing to do
+#   leave    GPUs passed through to guests: never touched
+#   install  install (or complete) the driver and load it
+#   upgrade  move a healthy host to the pinned branch (exo_driver_allow_upgrade)
+#   reboot   a reboot is pending: reinstalling would not help
+#   report   the driver is there but NVML fails: a person has to look, nothing is installed
+CASES = {
+    "no_hardware": ("none", "no NVIDIA GPU on the PCI bus"),
+    "passthrough": ("leave", "every NVIDIA GPU is bound to vfio-pci (passed through to a guest)"),
+    "version_mismatch": ("reboot", "the nvidia kernel module loaded is not the version of the installed libraries "
+                                   "(Driver/library version mismatch): a driver update waits for a reboot, not reinstalling"),
+    "nouveau": ("install", "nouveau holds the GPU, the NVIDIA driver is not installed"),
+    "library_not_found": ("install", "the NVIDIA user-space library libnvidia-ml.so.1 is not installed"),
+    "driver_not_loaded": ("install", "libnvidia-ml is installed but the nvidia kernel module is not loaded"),
+    "unbound": ("install", "the NVIDIA GPU has no kernel driver bound"),
+    "bound_unchecked": ("none", "the nvidia kernel driver is bound to every GPU; NVML was not asked because "
+                                "nvidia-ml-py is missing on the probe's Python"),
+    "ok": ("none", "the driver is loaded and NVML answers"),
+    "branch_differs": ("none", "the driver works but runs another branch than exo_driver_branch; "
+                               "exo_driver_allow_upgrade is false"),
+    "upgrade": ("upgrade", "the driver runs another branch than exo_driver_branch and exo_driver_allow_upgrade is true"),
+    "unhealthy": ("report", "the driver is installed but NVML fails; reinstalling would not fix that"),
+}
+# NVML states that mean a driver is present and in use but something else is wrong.
+UNHEALTHY = ("no_permission", "gpu_lost", "timeout", "error")
+# ansible_virtualization_type values of containers: they share their host's kernel, so the kernel
+# module can only come from that host.
+CONTAINER_TYPES = ("container", "containerd", "docker", "podman", "lxc", "openvz", "systemd-nspawn", "wsl")
+
+URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
+PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+:~=*-]*$")
+
+# The role's variables as (name, kind, rule, default), in the order of defaults/main.yml, which
+# holds the same defaults (tests/unit/plugins/module_utils/test_driver_plan.py keeps them in step).
+SETTINGS = (
+    ("exo_driver_branch", "branch", None, None),
+    ("exo_driver_allow_upgrade", "bool", None, False),
+    ("exo_driver_flavor", "choice", ("compute", "full"), "compute"),
+    ("exo_driver_kernel_module", "auto_bool", None, "auto"),
+    ("exo_driver_open_kernel_modules", "bool", None, False),
+    ("exo_driver_ubuntu_modules", "choice", ("dkms", "prebuilt"), "dkms"),
+    ("exo_driver_hold", "bool", None, True),
+    ("exo_driver_install_nvml_python", "bool", None, True),
+    ("exo_driver_extra_packages", "packages", None, []),
+    ("exo_driver_blacklist_nouveau", "bool", None, True),
+    ("exo_driver_secure_boot", "choice", ("fail", "continue"), "fail"),
+    ("exo_driver_min_free_mib", "int", (0, None), 1536),
+    ("exo_driver_reboot", "bool", None, False),
+    # A reboot takes more than a minute on any server; a day is past any firmware's patience.
+    ("exo_driver_reboot_timeout", "int", (60, 86400), 1800),
+    ("exo_driver_persistenced", "bool", None, True),
+    ("exo_driver_probe", "choice", ("auto", "always"), "auto"),
+    ("exo_driver_probe_options", "probe_options", None, {}),
+    ("exo_driver_plan_only", "bool", None, False),
+    ("exo_driver_debian_mirror", "url", None, "http://deb.debian.org/debian"),
+    ("exo_driver_debian_security_mirror", "url", None, "http://deb.debian.org/debian-security"),
+    # null: Canonical's mirror for the host's architecture (distributions.UBUNTU["mirrors"])
+    ("exo_driver_ubuntu_mirror", "optional_url", None, None),
+    ("exo_driver_ubuntu_security_mirror", "optional_url", None, None),
+    ("exo_driver_cuda_repo_base", "url", None, "https://developer.download.nvidia.com/compute/cuda/repos"),
+    ("exo_driver_cuda_repo_key", "file_name", None, "D42D0685.pub"),
+)
+DEFAULTS = dict((name, default) for name, _kind, _rule, default in SETTINGS)
+# Facts the role publishes under the same prefix: not settings, but found beside them.
+OUTPUTS = ("exo_driver_decision", "exo_driver_plan", "exo_driver_result", "exo_driver_notes",
+           "exo_driver_reboot_required", "exo_driver_reboot_reason", "exo_driver_reboot_hosts")
+# The options of gpufleet.exo.device_facts that exo_driver_probe_options may set, by kind
+# (the module's DOCUMENTATION; the unit tests compare the two).
+PROBE_OPTIONS = {"timeout": "float", "tinygrad": "bool", "tinygrad_python": "path", "rootfs": "path"}
+
+FACTS_HINT = ("gather them again with gpufleet.exo.device_facts from this collection "
+              "(exo_driver_probe: always makes the role run it)")
+
+
+class SettingError(Exception):
+    """A value the role cannot use; the message says what it is and what to do."""
+
+
+def _show(value):
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+# ---- settings -----------------------------------------------------------------------------------
+
+def _as_bool(name, value):
+    try:
+        return check_type_bool(value)
+    except TypeError:
+        raise SettingError("%s is %s; give true or false" % (name, _show(value)))
+
+
+def _as_int(name, value, bounds):
+    try:
+        if isinstance(value, bool):
+            raise TypeError(value)
+        number = check_type_int(value.strip() if isinstance(value, string_types) else value)
+    except TypeError:
+        raise SettingError("%s is %s, not a whole number; give one such as %s" % (name, _show(value), DEFAULTS[name]))
+    low, high = bounds
+    if number < low or (high is not None and number > high):
+        raise SettingError("%s is %s; it must be %s" % (
+            name, _show(value), "%d or more" % low if high is None else "from %d to %d" % (low, high)))
+    return number
+
+
+def _as_branch(name, value):
+    if value is None or (isinstance(value, string_types) and not value.strip()):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int,) + string_types):
+        raise SettingError("%s is %s; give a branch number such as 580" % (name, _show(value)))
+    text = str(value).strip()
+    if re.match(r"^[0-9]+$", text):
+        return text
+    if re.match(r"^[0-9]+(\.[0-9]+)+$", text):
+        raise SettingError("%s is %s, a driver version; give its branch, the first number: %s"
+                           % (name, _show(value), text.split(".")[0]))
+    raise SettingError("%s is %s, which is not a branch number such as 580" % (name, _show(value)))
+
+
+def _as_packages(name, value):
+    # Ansible's own rule for a list given as a string (-e name=a,b): split at commas.
+    if isinstance(value, string_types):
+        value = [entry.strip() for entry in value.split(",") if entry.strip()]
+    if not isinstance(value, list):
+        raise SettingError("%s is %s; give a list of package names" % (name, _show(value)))
+    bad = [entry for entry in value if not isinstance(entry, string_types) or not PACKAGE_RE.match(entry)]
+    if bad:
+        raise SettingError("%s has %s, which %s not a package name; give names such as nvidia-settings"
+                           % (name, ", ".join(_show(entry) for entry in bad), "is" if len(bad) == 1 else "are"))
+    return list(value)
+
+
+def _as_probe_options(name, value):
+    # The role probes with these before it can check them, so only a mapping reaches the module.
+    if not isinstance(value, dict):
+        raise SettingError("%s is %s; give a mapping of gpufleet.exo.device_facts options, for example "
+                           "-e '{\"%s\": {\"tinygrad\": false}}'" % (name, _show(value), name))
+    options = {}
+    for key in sorted(value):
+        kind = PROBE_OPTIONS.get(key)
+        if kind is None:
+            raise SettingError("%s sets %s, which is not an option of gpufleet.exo.device_facts; its options are %s"
+                               % (name, _show(key), ", ".join(sorted(PROBE_OPTIONS))))
+        given = value[key]
+        try:
+            if kind == "bool":
+                options[key] = check_type_bool(given)
+            elif kind == "float":
+                options[key] = check_type_float(given)
+                if isinstance(given, bool) or not 0 < options[key] < math.inf:
+                    raise TypeError(given)
+            elif not isinstance(given, string_types) or not given.startswith("/"):
+                raise TypeError(given)
+            else:
+                options[key] = given
+        except TypeError:
+            wanted = {"bool": "true or false", "float": "a number of seconds above 0", "path": "an absolute path"}
+            raise SettingError("%s.%s is %s; give %s" % (name, key, _show(given), wanted[kind]))
+    return options
+
+
+def _setting(name, kind, rule, value):
+    if kind == "bool":
+        return _as_bool(name, value)
+    if kind == "int":
+        return _as_int(name, value, rule)
+    if kind == "branch":
+        return _as_branch(name, value)
+    if kind == "packages":
+        return _as_packages(name, value)
+    if kind == "probe_options":
+        return _as_probe_options(name, value)
+    if kind == "auto_bool":
+        if isinstance(value, string_types) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            return check_type_bool(value)
+        except TypeError:
+            raise SettingError("%s is %s; give auto, true or false" % (name, _show(value)))
+    if kind == "optional_url" and value is None:
+        return None
+    if not isinstance(value, string_types):
+        raise SettingError("%s is %s; give a string" % (name, _show(value)))
+    if kind == "choice" and value not in rule:
+        raise SettingError("%s is %s; choose one of %s" % (name, _show(value), ", ".join(rule)))
+    if kind in ("url", "optional_url") and not URL_RE.match(value):
+        raise SettingError("%s is %s, which is not a URL; give one such as %s"
+                           % (name, _show(value), DEFAULTS[name] or "http://archive.ubuntu.com/ubuntu"))
+    if kind == "file_name" and not re.match(r"^[^\s/]+$", value):
+        raise SettingError("%s is %s; give a file name under the repository URL, such as %s"
+                           % (name, _show(value), DEFAULTS[name]))
+    return value
+
+
+def check_settings(raw):
+    """The settings coerced the way Ansible reads them, and the problems: (values, errors).
+
+    A variable missing from raw takes the role's default. One error per bad variable.
+    """
+    values, errors = {}, []
+    for name, kind, rule, default in SETTINGS:
+        try:
+            values[name] = _setting(name, kind, rule, raw[name]) if name in raw else default
+        except SettingError as problem:
+            errors.append(str(problem))
+    known = [name for name, _kind, _rule, _default in SETTINGS]
+    for name in sorted(raw):
+        if name.startswith("exo_driver_") and name not in known and name not in OUTPUTS:
+            close = difflib.get_close_matches(name, known, n=1)
+            errors.append("%s is not a variable of this role%s; docs/driver.md lists them" % (
+                name, " (did you mean %s?)" % close[0] if close else ""))
+    return values, errors
+
+
+# ---- facts --------------------------------------------------------------------------------------
+
+def check_facts(caps):
+    """Problems that make device_capabilities unusable here; empty when they follow schema 1."""
+    if not isinstance(caps, dict):
+        return ["ansible_facts.device_capabilities is %s, not the facts of gpufleet.exo.device_facts; %s"
+                % (_show(caps)[:80], FACTS_HINT)]
+    if caps.get("schema_version") != 1:
+        return ["ansible_facts.device_capabilities has schema_version %s; this role reads schema 1 (docs/facts.md); %s"
+                % (_show(caps["schema_version"]) if "schema_version" in caps else "(missing)", FACTS_HINT)]
+    shapes = (("pci", list), ("nvml", dict), ("gpus", list), ("driver_needed", bool), ("driver_reason", string_types))
+    lacking = [key for key, shape in shapes if not isinstance(caps.get(key), shape)]
+    if lacking:
+        return ["ansible_facts.device_capabilities lacks %s (partial or foreign facts); %s"
+                % (", ".join(lacking), FACTS_HINT)]
+    nvml_lacking = [key for key in ("status", "message", "driver_version") if key not in caps["nvml"]]
+    if nvml_lacking or not isinstance(caps["nvml"].get("status"), string_types):
+        return ["ansible_facts.device_capabilities.nvml lacks %s (partial or foreign facts); %s"
+                % (", ".join(nvml_lacking) or "a status", FACTS_HINT)]
+    for device in caps["pci"]:
+        device_lacking = [key for key in ("bus_id", "vendor", "driver")
+                          if not isinstance(device, dict) or not isinstance(device.get(key), string_types)]
+        if device_lacking:
+            return ["ansible_facts.device_capabilities.pci entry %s lacks %s (partial or foreign facts); %s"
+                    % (_show(device)[:80], ", ".join(device_lacking), FACTS_HINT)]
+    return []
+
+
+# ---- the decision -------------------------------------------------------------------------------
+
+def in_container(facts):
+    return (facts.get("virtualization_role") == "guest"
+            and facts.get("virtualization_type") in CONTAINER_TYPES)
+
+
+def classify(caps, branch, allow_upgrade):
+    """The case of the decision table for these device facts.
+
+    A pending reboot and a working NVML come first; otherwise the probe's own verdict,
+    driver_needed, says whether the driver is missing, and the facts say which part.
+    """
+    managed, passthrough = nvidia_gpus(caps["pci"])
+    status = caps["nvml"]["status"]
+    if not managed and not passthrough:
+        return "no_hardware"
+    if not managed:
+        return "passthrough"
+    if status == "version_mismatch":
+        return "version_mismatch"
+    if status == "ok":
+        running = (caps["nvml"]["driver_version"] or "").split(".")[0]
+        if not branch or running == branch:
+            return "ok"
+        return "upgrade" if allow_upgrade else "branch_differs"
+    if caps["driver_needed"]:
+        if any(device["driver"] == "nouveau" for device in managed):
+            return "nouveau"
+        if status in DRIVER_MISSING:
+            return status
+        return "unbound"
+    if status in UNHEALTHY:
+        return "unhealthy"
+    return "bound_unchecked"
+
+
+def decision(facts, case):
+    caps = facts["device_capabilities"]
+    managed, passthrough = nvidia_gpus(caps["pci"])
+    drivers = []
+    for device in managed:
+        if device["driver"] not in drivers:
+            drivers.append(device["driver"])
+    action, reason = CASES[case]
+    return {
+        "case": case,
+        "action": action,
+        "reason": reason,
+        "nvml_status": caps["nvml"]["status"],
+        "nvml_message": caps["nvml"]["message"],
+        "driver_version": caps["nvml"]["driver_version"],
+        "gpus": [device["bus_id"] for device in managed],
+        "drivers": drivers,
+        "passthrough": [device["bus_id"] for device in passthrough],
+        "nouveau": [device["bus_id"] for device in managed if device["driver"] == "nouveau"],
+        "nvml_gpus": len(caps["gpus"]),
+        "container": facts.get("virtualization_type") if in_container(facts) else None,
+    }
+
+
+# ---- the plan per distribution ------------------------------------------------------------------
+
+def _format(names, templates):
+    return [template % names for template in templates]
+
+
+def _apt_repository(table, codename, mirror, security_mirror):
+    repository = {"kind": "apt", "file": distributions.APT_SOURCES_FILE}
+    repository.update(table["repository"])
+    repository["sources"] = [{"uri": mirror, "suite": codename}, {"uri": mirror, "suite": codename + "-updates"},
+                             {"uri": security_mirror, "suite": codename + "-security"}]
+    return repository
+
+
+def _debian(table, release, branch, s, kernel_module, facts, problem):
+    major = str(facts["distribution_major_version"])
+    packaging = table["packagings"].get(release["branches"].get(branch))
+    names = {"branch": branch}
+    if packaging is None:
+        problem("exo_driver_branch", "branch %s is not packaged for Debian %s: its branches are %s; set "
+                "exo_driver_branch to one of them" % (branch, major, ", ".join(release["branches"])))
+        packaging = {"kernel": None, "kernel_open": None, "compute": [], "full": [], "library": None}
+    kernel_name = packaging["kernel_open" if s["exo_driver_open_kernel_modules"] else "kernel"]
+    if packaging["library"] and kernel_module and not kernel_name:
+        problem("exo_driver_open_kernel_modules", "Debian %s packages no open kernel modules for branch %s; set "
+                "exo_driver_open_kernel_modules: false" % (major, branch))
+    userspace = _format(names, packaging["compute"] + (packaging["full"] if s["exo_driver_flavor"] == "full" else []))
+    kernel_packages = (([kernel_name % names] if kernel_name else []) + ["dkms", "linux-headers-" + facts["kernel"]]
+                       if kernel_module else [])
+    # The kernel module and the NVML library must come in the same upstream version.
+    version_match = (_format(names, ([kernel_name] if kernel_module and kernel_name else []) + [packaging["library"]])
+                     if packaging["library"] else [])
+    return {
+        "distribution": "Debian %s (%s)" % (major, release["codename"]),
+        "repositories": [_apt_repository(table, release["codename"], s["exo_driver_debian_mirror"],
+                                         s["exo_driver_debian_security_mirror"])],
+        "kernel_module": "dkms" if kernel_module else "none",
+        "kernel_packages": kernel_packages,
+        "userspace": userspace,
+        "optional_packages": ["python3-pynvml"] if s["exo_driver_install_nvml_python"] else [],
+        "version_match": version_match,
+        "hold": ([name for name in kernel_packages if not name.startswith("linux-headers-") and name != "dkms"]
+                 + userspace) if s["exo_driver_hold"] else [],
+        "module_stream": None,
+    }
+
+
+def _ubuntu(table, release, branch, s, kernel_module, facts, problem):
+    mode = s["exo_driver_ubuntu_modules"] if kernel_module else "none"
+    packages = table["modes"][mode]
+    names = {"branch": branch, "open": "-open" if s["exo_driver_open_kernel_modules"] else "",
+             "kernel": facts["kernel"]}
+    kernel_packages = _format(names, packages["kernel"])
+    userspace = _format(names, packages["userspace"] + (table["full"] if s["exo_driver_flavor"] == "full" else []))
+    mirrors = table["mirrors"]["x86_64" if facts.get("architecture", "x86_64") == "x86_64" else "other"]
+    return {
+        "distribution": "Ubuntu %s (%s)" % (facts["distribution_version"], release["codename"]),
+        "repositories": [_apt_repository(table, release["codename"], s["exo_driver_ubuntu_mirror"] or mirrors["archive"],
+                                         s["exo_driver_ubuntu_security_mirror"] or mirrors["security"])],
+        "kernel_module": mode,
+        "kernel_packages": kernel_packages,
+        "userspace": userspace,
+        "optional_packages": ["python3-pynvml"] if s["exo_driver_install_nvml_python"] else [],
+        "version_match": _format(names, ([packages["versioned_kernel"]] if kernel_module else []) + [table["library"]]),
+        "hold": ([name for name in kernel_packages if not name.startswith("linux-headers-")] + userspace
+                 if s["exo_driver_hold"] else []),
+        "module_stream": None,
+    }
+
+
+def _redhat(table, release, branch, s, kernel_module, facts, problem):
+    architecture = facts.get("architecture", "x86_64")
+    if architecture not in table["cuda_arches"]:
+        problem(None, "NVIDIA publishes no CUDA repository for architecture %s (only for %s); install the driver "
+                "yourself" % (architecture, ", ".join(sorted(table["cuda_arches"]))))
+    packaging = table["packagings"]["open" if s["exo_driver_open_kernel_modules"] else "proprietary"]
+    names = {"branch": branch, "major": str(facts["distribution_major_version"])}
+    cuda_url = "%s/%s/%s" % (s["exo_driver_cuda_repo_base"], release["repo"],
+                             table["cuda_arches"].get(architecture, architecture))
+    kernel_packages = packaging["kernel"] + ["kernel-devel-" + facts["kernel"]] if kernel_module else []
+    return {
+        "distribution": "%s %s" % (facts["distribution"], names["major"]),
+        "repositories": [
+            {"kind": "epel", "package": table["epel"].get(facts["distribution"], "epel-release") % names,
+             "needed": kernel_module},
+            {"kind": "yum", "name": "cuda-%s-%s" % (release["repo"], architecture), "baseurl": cuda_url,
+             "gpgkey": "%s/%s" % (cuda_url, s["exo_driver_cuda_repo_key"])},
+        ],
+        "kernel_module": "dkms" if kernel_module else "none",
+        "kernel_packages": kernel_packages,
+        "userspace": table["compute"] + (packaging["full"] if s["exo_driver_flavor"] == "full" else []),
+        "optional_packages": [],
+        "version_match": [],
+        # The enabled module stream is the lock: dnf never leaves it for another branch.
+        "hold": [],
+        "module_stream": "nvidia-driver:" + packaging["stream"] % names,
+    }
+
+
+BUILDERS = {"Debian": _debian, "Ubuntu": _ubuntu, "RedHat": _redhat}
+
+
+def _package_check(table, plan, s, facts):
+    """The arguments of the package check module (driver_apt_check, driver_dnf_check) for this plan."""
+    required = plan["kernel_packages"] + plan["packages"]
+    if table["package_manager"] == "apt":
+        return {"repositories": plan["repositories"], "packages": required,
+                "optional_packages": plan["optional_packages"], "version_match": plan["version_match"],
+                "kernel": facts["kernel"], "distribution": plan["distribution"], "branch": plan["branch"]}
+    epel, cuda = plan["repositories"]
+    repositories = [{"id": cuda["name"], "baseurl": cuda["baseurl"]}]
+    if epel["needed"]:
+        names = {"major": facts["distribution_major_version"], "architecture": facts.get("architecture", "x86_64")}
+        repositories.append({"id": "gpufleet-exo-epel", "baseurl": table["epel_baseurl"] % names})
+    extra = s["exo_driver_extra_packages"]
+    devel = [name for name in plan["kernel_packages"] if name.startswith("kernel-devel-")]
+    return {"repositories": repositories, "stream": plan["module_stream"],
+            "stream_packages": [name for name in plan["packages"] if name not in extra]
+            + [name for name in plan["kernel_packages"] if name not in devel],
+            "other_packages": devel + extra + (["dkms"] if plan["kernel_module"] == "dkms" else []),
+            "kernel": facts["kernel"], "distribution": plan["distribution"]}
+
+
+def _distribution_plan(host, facts, s, raw, the_decision, kernel_module, problems):
+    """(plan, package check arguments) for a host that gets the driver, or (None, None) after a problem."""
+    why = "%s needs the NVIDIA driver (%s)" % (host, the_decision["reason"])
+    table = distributions.family(facts.get("distribution"))
+    if table is None:
+        problems.append("host %s but runs %s %s, which this role does not install on. Supported: %s. Install the "
+                        "driver yourself; the host will then read as healthy."
+                        % (why, facts.get("distribution"), facts.get("distribution_version"), distributions.SUPPORTED))
+        return None, None
+    release = table["releases"].get(str(facts.get(table["release_fact"])))
+    if release is None:
+        problems.append("host %s but runs %s %s; the releases this role knows for %s are %s. Install the driver "
+                        "yourself; the host will then read as healthy." % (
+                            why, facts["distribution"], facts.get(table["release_fact"]), facts["distribution"],
+                            ", ".join(table["releases"])))
+        return None, None
+
+    def problem(name, text):
+        given = ("%s is %s: " % (name, _show(raw.get(name, DEFAULTS.get(name))))) if name else ""
+        problems.append("host %s: %s%s" % (host, given, text))
+
+    branch = s["exo_driver_branch"] or release["default_branch"]
+    if table["family"] != "Debian" and branch not in release["branches"]:
+        problem("exo_driver_branch", "branch %s is not one this role installs on %s %s: its branches are %s; set "
+                "exo_driver_branch to one of them" % (branch, facts["distribution"],
+                                                      facts.get(table["release_fact"]), ", ".join(release["branches"])))
+    built = BUILDERS[table["family"]](table, release, branch, s, kernel_module, facts, problem)
+    if s["exo_driver_flavor"] == "full" and not kernel_module:
+        problem("exo_driver_flavor", "exo_driver_flavor full needs the kernel module (the full driver depends on it), "
+                "which this host does not get (%s); use flavor compute for user space only"
+                % _no_kernel_module_why(s, the_decision))
+    plan = {
+        "distribution": built["distribution"],
+        "branch": branch,
+        "package_manager": table["package_manager"],
+        "repositories": built["repositories"],
+        "kernel_module": built["kernel_module"],
+        "kernel_packages": built["kernel_packages"],
+        "packages": built["userspace"] + s["exo_driver_extra_packages"],
+        "optional_packages": built["optional_packages"],
+        "version_match": built["version_match"],
+        "hold": built["hold"],
+        "module_stream": built["module_stream"],
+        "persistenced_service": table["persistenced_service"],
+        "mok_key": table["mok_key"],
+        "initramfs_command": table["initramfs_command"],
+        "nouveau_blacklist": bool(s["exo_driver_blacklist_nouveau"] and kernel_module and the_decision["nouveau"]),
+        "kernel_module_why": None if kernel_module else _no_kernel_module_why(s, the_decision),
+    }
+    return plan, _package_check(table, plan, s, facts)
+
+
+def _no_kernel_module_why(s, the_decision):
+    if s["exo_driver_kernel_module"] == "auto":
+        return "the host is a %s container that shares the kernel of the machine it runs on" % the_decision["container"]
+    return "exo_driver_kernel_module is false"
+
+
+def _reboot_blocker(s, host, connection, container):
+    """Why a reboot the driver needs would not happen, or None when the role may reboot."""
+    if connection == "local" or host in ("localhost", "127.0.0.1", "::1"):
+        return "the connection is local (the controller would reboot itself)"
+    if not s["exo_driver_reboot"]:
+        return "exo_driver_reboot is false"
+    if container:
+        return "the host is a %s container: reboot the machine it runs on" % container
+    return None
+
+
+def plan(facts, raw_settings, host, connection=None):
+    """What the driver role does on this host; see the module docstring and plugins/filter/driver_plan.yml."""
+    result = {"errors": [], "settings": None, "decision": None, "plan": None, "package_check": None,
+              "kernel_module": None, "reboot_required": False, "reboot_reason": None, "reboot_blocker": None,
+              "notes": [], "nvidia_module": None, "persistenced_service": "nvidia-persistenced"}
+    raw = dict(raw_settings or {})
+    values, errors = check_settings(raw)
+    errors += check_facts((facts or {}).get("device_capabilities"))
+    if errors:
+        result["errors"] = ["host %s: %s" % (host, error) for error in errors]
+        return result
+    caps = facts["device_capabilities"]
+    case = classify(caps, values["exo_driver_branch"], values["exo_driver_allow_upgrade"])
+    the_decision = decision(facts, case)
+    kernel_module = (not in_container(facts) if values["exo_driver_kernel_module"] == "auto"
+                     else values["exo_driver_kernel_module"])
+    result.update(settings=values, decision=the_decision, kernel_module=kernel_module,
+                  reboot_required=case == "version_mismatch",
+                  reboot_reason=the_decision["reason"] if case == "version_mismatch" else None,
+                  reboot_blocker=_reboot_blocker(values, host, connection, the_decision["container"]),
+                  nvidia_module=(values["exo_driver_probe_options"].get("rootfs") or "/").rstrip("/")
+                  + "/sys/module/nvidia")
+    if the_decision["action"] in ("install", "upgrade"):
+        problems = []
+        result["plan"], result["package_check"] = _distribution_plan(
+            host, facts, values, raw, the_decision, kernel_module, problems)
+        result["errors"] = problems
+        if result["plan"]:
+            result["persistenced_service"] = result["plan"]["persistenced_service"]
+        if the_decision["nouveau"] and kernel_module and not values["exo_driver_blacklist_nouveau"]:
+            result["notes"].append("nouveau holds %s and exo_driver_blacklist_nouveau is false: the nvidia module "
+                                   "cannot take it" % ", ".join(the_decision["nouveau"]))
+    return result
