@@ -8,9 +8,10 @@ __metaclass__ = type
 from ansible_collections.gpufleet.exo.plugins.module_utils import node_plan as planner
 
 
-def node_plan(facts, settings, host, existing=None, account=None, mig_minors_text=None, mig_minors_error=None):
+def node_plan(facts, settings, host, existing=None, account=None, mig_minors_text=None, mig_minors_error=None,
+              preview=False):
     return planner.plan(facts, settings, host, existing=existing or [], account=account,
-                        mig_minors_text=mig_minors_text, mig_minors_error=mig_minors_error)
+                        mig_minors_text=mig_minors_text, mig_minors_error=mig_minors_error, preview=preview)
 
 
 def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play_hosts=()):

@@ -570,10 +570,13 @@ def _removals(host, facts, nvml_ok, instances, skipped, existing, allow):
                          why or "the settings leave them out", "them" if len(held) > 1 else "it")]
 
 
-def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None):
+def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None,
+         preview=False):
     """The instances of a host. Every problem is reported, none raised.
 
-    facts None checks the settings alone (before the facts that count are gathered).
+    facts None checks the settings alone (before the facts that count are gathered). preview plans
+    from facts whose tinygrad is not exo's yet (gathered before exo is installed): what depends on
+    that tinygrad (a forced backend, its variables) is checked once the final facts are there.
     existing: the instances configured on the host before this run; account: the passwd entry of
     exo_node_user on the host (getent's list) or None; mig_minors_text: the driver's mig-minors file.
     """
@@ -587,7 +590,9 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
     if errors or facts is None:
         result["errors"] = ["host %s: %s" % (host, e) for e in errors]
         return result
-    tinygrad = facts["tinygrad"] or {}
+    if preview:
+        s["exo_node_tinygrad_backend"] = "auto"
+    tinygrad = {} if preview else facts["tinygrad"] or {}
     tinygrad_env = set(var for select in (tinygrad.get("select_env") or {}).values() for var in select or {})
     tinygrad_env.update(var for var in (tinygrad.get("visible_devices_env") or {}).values() if var)
     clashing = sorted(tinygrad_env.intersection(s["exo_node_extra_env"]))

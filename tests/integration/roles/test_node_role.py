@@ -75,6 +75,9 @@ WHOLE = {
     "old_python": ("cpu_only", whole_role(exo_node_python_min_version="99.0"),
                    ["host old_python", sys.executable, "is Python %d.%d" % sys.version_info[:2],
                     "needs Python 99.0 or later"]),
+    # A first run: the facts at hand were not gathered with exo's interpreter, but show the GPUs.
+    "first_run": ("four", whole_role(exo_node_refresh_facts="auto", exo_node_gpus=[7]),
+                  ["host first_run: exo_node_gpus entry '7' matches no GPU"]),
     # Four GPU instances run; a typo in the minimum would leave none of them.
     "typo": ("four", whole_role(exo_node_min_memory_mib="819200"),
              ["host typo: this run would stop and remove exo@" + uuid(0), "exo_node_allow_removal: true"]),

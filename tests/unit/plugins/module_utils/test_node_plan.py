@@ -344,6 +344,17 @@ def test_settings_alone_before_the_facts():
         "host h: exo_node_api_port is 0; it must be from 1 to 65535"]
 
 
+def test_preview_leaves_what_depends_on_exos_tinygrad_to_the_final_plan(probed):
+    facts = with_tinygrad(probed["one"])
+    del facts["tinygrad"]["select_env"]["nv"]
+    settings = dict(SETTINGS, exo_node_tinygrad_backend="nv", exo_node_extra_env={"VISIBLE_DEVICES": "1"})
+    assert len(node_plan.plan(facts, settings, "h")["errors"]) == 1
+    preview = node_plan.plan(facts, settings, "h", preview=True)
+    assert preview["errors"] == [] and [i["name"] for i in preview["instances"]] == [uuid(0)]
+    # What the GPUs decide is checked all the same.
+    assert node_plan.plan(facts, dict(settings, exo_node_gpus=[7]), "h", preview=True)["errors"]
+
+
 def test_accounts_the_role_did_not_create_are_refused(probed):
     stranger = ["x", "1000", "1000", "Alice", "/home/alice", "/bin/bash"]
     refused(probed["one"], "exo_node_user is \"exo\", an existing account the role did not create",
