@@ -18,7 +18,6 @@ import math
 import re
 
 from ansible.module_utils.common.validation import check_type_bool, check_type_float, check_type_int
-from ansible.module_utils.six import string_types
 
 from ansible_collections.gpufleet.exo.plugins.module_utils import driver_distributions as distributions
 from ansible_collections.gpufleet.exo.plugins.module_utils.decide import DRIVER_MISSING, nvidia_gpus
@@ -119,7 +118,7 @@ def _as_int(name, value, bounds):
     try:
         if isinstance(value, bool):
             raise TypeError(value)
-        number = check_type_int(value.strip() if isinstance(value, string_types) else value)
+        number = check_type_int(value.strip() if isinstance(value, str) else value)
     except TypeError:
         raise SettingError("%s is %s, not a whole number; give one such as %s" % (name, _show(value), DEFAULTS[name]))
     low, high = bounds
@@ -130,26 +129,26 @@ def _as_int(name, value, bounds):
 
 
 def _as_branch(name, value):
-    if value is None or (isinstance(value, string_types) and not value.strip()):
+    if value is None or (isinstance(value, str) and not value.strip()):
         return None
-    if isinstance(value, bool) or not isinstance(value, (int,) + string_types):
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise SettingError("%s is %s; give a branch number such as 580" % (name, _show(value)))
     text = str(value).strip()
     if re.match(r"^[0-9]+$", text):
         return text
     if re.match(r"^[0-9]+(\.[0-9]+)+$", text):
         raise SettingError("%s is %s, a driver version; give its branch, the first number: %s"
-                           % (name, _show(value), text.split(".")[0]))
+                           % (name, _show(value), text.split(".", 1)[0]))
     raise SettingError("%s is %s, which is not a branch number such as 580" % (name, _show(value)))
 
 
 def _as_packages(name, value):
     # Ansible's own rule for a list given as a string (-e name=a,b): split at commas.
-    if isinstance(value, string_types):
+    if isinstance(value, str):
         value = [entry.strip() for entry in value.split(",") if entry.strip()]
     if not isinstance(value, list):
         raise SettingError("%s is %s; give a list of package names" % (name, _show(value)))
-    bad = [entry for entry in value if not isinstance(entry, string_types) or not PACKAGE_RE.match(entry)]
+    bad = [entry for entry in value if not isinstance(entry, str) or not PACKAGE_RE.match(entry)]
     if bad:
         raise SettingError("%s has %s, which %s not a package name; give names such as nvidia-settings"
                            % (name, ", ".join(_show(entry) for entry in bad), "is" if len(bad) == 1 else "are"))
@@ -175,7 +174,7 @@ def _as_probe_options(name, value):
                 options[key] = check_type_float(given)
                 if isinstance(given, bool) or not 0 < options[key] < math.inf:
                     raise TypeError(given)
-            elif not isinstance(given, string_types) or not given.startswith("/"):
+            elif not isinstance(given, str) or not given.startswith("/"):
                 raise TypeError(given)
             else:
                 options[key] = given
@@ -197,7 +196,7 @@ def _setting(name, kind, rule, value):
     if kind == "probe_options":
         return _as_probe_options(name, value)
     if kind == "auto_bool":
-        if isinstance(value, string_types) and value.strip().lower() == "auto":
+        if isinstance(value, str) and value.strip().lower() == "auto":
             return "auto"
         try:
             return check_type_bool(value)
@@ -205,7 +204,7 @@ def _setting(name, kind, rule, value):
             raise SettingError("%s is %s; give auto, true or false" % (name, _show(value)))
     if kind == "optional_url" and value is None:
         return None
-    if not isinstance(value, string_types):
+    if not isinstance(value, str):
         raise SettingError("%s is %s; give a string" % (name, _show(value)))
     if kind == "choice" and value not in rule:
         raise SettingError("%s is %s; choose one of %s" % (name, _show(value), ", ".join(rule)))
@@ -248,18 +247,18 @@ def check_facts(caps):
     if caps.get("schema_version") != 1:
         return ["ansible_facts.device_capabilities has schema_version %s; this role reads schema 1 (docs/facts.md); %s"
                 % (_show(caps["schema_version"]) if "schema_version" in caps else "(missing)", FACTS_HINT)]
-    shapes = (("pci", list), ("nvml", dict), ("gpus", list), ("driver_needed", bool), ("driver_reason", string_types))
+    shapes = (("pci", list), ("nvml", dict), ("gpus", list), ("driver_needed", bool), ("driver_reason", str))
     lacking = [key for key, shape in shapes if not isinstance(caps.get(key), shape)]
     if lacking:
         return ["ansible_facts.device_capabilities lacks %s (partial or foreign facts); %s"
                 % (", ".join(lacking), FACTS_HINT)]
     nvml_lacking = [key for key in ("status", "message", "driver_version") if key not in caps["nvml"]]
-    if nvml_lacking or not isinstance(caps["nvml"].get("status"), string_types):
+    if nvml_lacking or not isinstance(caps["nvml"].get("status"), str):
         return ["ansible_facts.device_capabilities.nvml lacks %s (partial or foreign facts); %s"
                 % (", ".join(nvml_lacking) or "a status", FACTS_HINT)]
     for device in caps["pci"]:
         device_lacking = [key for key in ("bus_id", "vendor", "driver")
-                          if not isinstance(device, dict) or not isinstance(device.get(key), string_types)]
+                          if not isinstance(device, dict) or not isinstance(device.get(key), str)]
         if device_lacking:
             return ["ansible_facts.device_capabilities.pci entry %s lacks %s (partial or foreign facts); %s"
                     % (_show(device)[:80], ", ".join(device_lacking), FACTS_HINT)]

@@ -19,7 +19,7 @@ description:
     and an NVML library of different versions, apt's own refusal - and in RV(notes) what it leaves out.
   - Returns the sources file the role M(gpufleet.exo.driver) manages - only the components the host's own
     sources lack - and the packages to ask apt for.
-  - Used by the role's preflight with the plan of M(gpufleet.exo.driver_plan#filter); it never fails
+  - Used by the role's preflight with the plan of P(gpufleet.exo.driver_plan#filter); it never fails
     because of what it finds.
 author:
   - gpufleet.exo contributors (@gpufleet)

@@ -77,6 +77,10 @@ CASES = {
     "debian13": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, dict(DEBIAN_13, **METAL), None),
     "debian12_tesla470": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {"exo_driver_branch": 470},
                           dict(DEBIAN_13, version="12", kernel="6.1.0-25-amd64", **METAL), None),
+    # as -e gives them: strings
+    "extra_vars_strings": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None,
+                           {"exo_driver_kernel_module": "false", "exo_driver_hold": "no",
+                            "exo_driver_extra_packages": "nvidia-settings,nvtop"}, dict(DEBIAN_13, **METAL), None),
 }
 # Cases the role must stop on, before any change, with the message given.
 FAILING = {
@@ -92,6 +96,12 @@ FAILING = {
     "container_full": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None,
                        {"exo_driver_flavor": "full", "exo_driver_kernel_module": False}, None, None,
                        "exo_driver_flavor full needs the kernel module"),
+    # plan-only mode too refuses a branch the release lacks
+    "ubuntu_branch_999": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {"exo_driver_branch": "999"},
+                          dict(UBUNTU_2204, **METAL), None,
+                          "branch 999 is not one this role installs on Ubuntu 22.04: its branches are 535, 550, 570, 580"),
+    "rocky_branch_999": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {"exo_driver_branch": 999},
+                         dict(ROCKY_9, **METAL), None, "branch 999 is not one this role installs on Rocky 9"),
 }
 
 
@@ -110,12 +120,12 @@ def _host(tmp, name, pci, nvml_config, role_vars, fake_facts, python, nvml_lib):
     return host
 
 
-def run_plan(tmp, cases, nvml_lib):
+def run_plan(tmp, cases, nvml_lib, check=True):
     inventory = {"all": {"vars": {"ansible_connection": "local", "exo_driver_plan_only": True,
                                   "exo_driver_probe": "always"},
                          "hosts": dict((name, _host(tmp, name, *spec[:5], nvml_lib=nvml_lib))
                                        for name, spec in cases.items())}}
-    return run_playbook(tmp, inventory, PLAYBOOK, cases, check=True)
+    return run_playbook(tmp, inventory, PLAYBOOK, cases, check=check)
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +205,14 @@ def test_simulated_debian12_plan_on_this_machine(planned):
     else:
         assert plan["kernel_packages"][0] == "nvidia-kernel-dkms"
     assert plan["hold"] == plan["kernel_packages"][:1] * (plan["kernel_module"] != "none") + plan["packages"]
+
+
+def test_simulated_extra_vars_strings_are_read_as_ansible_reads_them(planned):
+    plan = planned["extra_vars_strings"]["plan"]
+    assert (plan["kernel_module"], plan["kernel_packages"]) == ("none", [])
+    assert plan["kernel_module_why"] == "exo_driver_kernel_module is false"
+    assert plan["hold"] == []
+    assert plan["packages"][-2:] == ["nvidia-settings", "nvtop"]
 
 
 # ---- plans for other distributions (fake distribution facts, check mode) -------------------------

@@ -42,8 +42,8 @@ def answer(**changes):
     return result
 
 
-def verdict(result, packages=USERSPACE, optional=("python3-pynvml",)):
-    return driver_packages.apt_verdict(result, [DEBIAN], list(packages), list(optional), KERNEL,
+def verdict(result, packages=None, optional=("python3-pynvml",)):
+    return driver_packages.apt_verdict(result, [DEBIAN], list(packages or USERSPACE), list(optional), KERNEL,
                                        "Debian 12 (bookworm)", "535")
 
 

@@ -100,16 +100,16 @@ def probed(tmp_path_factory, nvml_lib):
     return facts
 
 
-def host_facts(caps, distribution=DEBIAN_12):
-    return dict(distribution, device_capabilities=caps)
+def host_facts(caps, distribution=None):
+    return dict(distribution or DEBIAN_12, device_capabilities=caps)
 
 
-def plan(caps, distribution=DEBIAN_12, host="h", connection="ssh", **settings):
+def plan(caps, distribution=None, host="h", connection="ssh", **settings):
     """The policy over the role's defaults as Ansible hands them over, with settings as given."""
     return driver_plan.plan(host_facts(caps, distribution), dict(ROLE_DEFAULTS, **settings), host, connection)
 
 
-def ok(caps, distribution=DEBIAN_12, **settings):
+def ok(caps, distribution=None, **settings):
     result = plan(caps, distribution, **settings)
     assert result["errors"] == [], result["errors"]
     return result
@@ -117,7 +117,7 @@ def ok(caps, distribution=DEBIAN_12, **settings):
 
 def refused(caps, *parts, **settings):
     """The one message the policy refuses with; it names the host and holds every part given."""
-    distribution = settings.pop("distribution", DEBIAN_12)
+    distribution = settings.pop("distribution", None)
     result = plan(caps, distribution, **settings)
     assert len(result["errors"]) == 1, result["errors"]
     for part in ("host h",) + parts:
