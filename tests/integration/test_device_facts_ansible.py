@@ -87,7 +87,8 @@ CACHED = """
 def test_gather_facts_with_facts_modules_and_fact_caching(tmp_path):
     (tmp_path / "gather.yml").write_text(PLAYBOOK)
     (tmp_path / "cached.yml").write_text(CACHED)
-    env = {"ANSIBLE_FACTS_MODULES": "ansible.builtin.setup,gpufleet.exo.device_facts"}
+    # gather_facts gives each fact module 10 s by default; a loaded 2-core machine can take most of that.
+    env = {"ANSIBLE_FACTS_MODULES": "ansible.builtin.setup,gpufleet.exo.device_facts", "ANSIBLE_GATHER_TIMEOUT": "60"}
     ansible([str(tmp_path / "gather.yml")], tmp_path, env=env, command="ansible-playbook")
     # A new run, no gathering: the facts come from the jsonfile cache.
     output = ansible([str(tmp_path / "cached.yml")], tmp_path, command="ansible-playbook")
