@@ -465,15 +465,15 @@ def _instance(host, facts, s, c, slot, minors, minors_error):
             forced = _tinygrad_env(tinygrad, backend, gpu["index"])
             if forced is None:
                 errors.append("host %s: exo_node_tinygrad_backend is %s but the variable that selects it is unknown "
-                              "for tinygrad in %s (%s)" % (host, backend, tinygrad.get("python", "?"),
-                                                          tinygrad.get("reason") or "not probed"))
+                              "for tinygrad in %s (%s)"
+                              % (host, backend, tinygrad.get("python", "?"), tinygrad.get("reason") or "not probed"))
             else:
                 env.update(forced)
         devices = ["/dev/nvidia%d rw" % gpu["minor"]] + GPU_DEVICES
         if c["kind"] == "mig":
-            for key in ("gpu%d/gi%s/access" % (gpu["minor"], c["mig"].get("gpu_instance_id")),
-                        "gpu%d/gi%s/ci%s/access" % (gpu["minor"], c["mig"].get("gpu_instance_id"),
-                                                     c["mig"].get("compute_instance_id"))):
+            instance_id, compute_id = c["mig"].get("gpu_instance_id"), c["mig"].get("compute_instance_id")
+            for key in ("gpu%d/gi%s/access" % (gpu["minor"], instance_id),
+                        "gpu%d/gi%s/ci%s/access" % (gpu["minor"], instance_id, compute_id)):
                 if key in minors:
                     devices.append("/dev/nvidia-caps/nvidia-cap%s r" % minors[key])
                 else:

@@ -23,7 +23,6 @@ sys.path[:0] = [p for p in (REPO, os.path.join(REPO, ".build", "collections")) i
 
 from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_probe  # noqa: E402
 from tests.simulated import hosts as simhosts  # noqa: E402
-from tests.simulated import nvml as simnvml  # noqa: E402
 from tests.simulated.hosts import uuid  # noqa: E402
 from tests.unit.conftest import run_playbook  # noqa: E402
 
