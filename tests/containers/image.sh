@@ -29,6 +29,7 @@ MIRROR=""
 SOURCES=()
 INCLUDE=()
 MASK=()
+HOST_PYTHONS=()
 # shellcheck source=/dev/null
 . "${recipe}"
 for required in SUITE MIRROR; do
@@ -36,6 +37,23 @@ for required in SUITE MIRROR; do
         echo "image.sh: ${recipe} does not set ${required}." >&2
         exit 2
     fi
+done
+
+# Each CPython of HOST_PYTHONS (an installation prefix on this machine, such as pyenv's) goes into
+# the image as /opt/python/X.Y, without its tests, IDLE, Tk and site-packages. Its libpython is
+# found through ld.so.conf.d: the RUNPATH it was built with names a directory the image lacks.
+python_releases=()
+python_ids=()
+for prefix in "${HOST_PYTHONS[@]}"; do
+    python_exe="$(find "${prefix}/bin" -maxdepth 1 -regex '.*/python3\.[0-9]+$' 2>/dev/null | sort | head -n 1)"
+    if [ -z "${prefix}" ] || [ -z "${python_exe}" ] || ! "${python_exe}" -V >/dev/null 2>&1; then
+        echo "image.sh: ${recipe} copies a CPython from this machine (HOST_PYTHONS: '${prefix}'), and there is" \
+             "none that runs there; install it (pyenv install 3.12) or change the recipe." >&2
+        exit 1
+    fi
+    release="$(basename "${python_exe}")"
+    python_releases+=("${release#python}")
+    python_ids+=("${prefix} $("${python_exe}" -VV)")
 done
 
 image="localhost/gpufleet-${name}"
@@ -47,8 +65,10 @@ include="$(IFS=,; echo "${INCLUDE[*]}")"
 # Only what debootstrap sees decides whether the slow step runs again.
 base_hash="$(printf '%s\n' "${SUITE}" "${MIRROR}" "${include}" | sha256sum | cut -c1-16)"
 base_tarball="${cache}/${name}-base-${base_hash}.tar"
-# The whole recipe, this script and the init helper define the final image.
-image_hash="$(cat "${recipe}" "${BASH_SOURCE[0]}" "${init_helper}" | sha256sum | cut -c1-16)"
+# The recipe's values (a recipe may source another), this script, the init helper and the copied
+# Pythons define the final image.
+image_hash="$( { printf '%s\n' "${SUITE}" "${MIRROR}" "${include}" "${SOURCES[@]}" "${MASK[@]}" "${python_ids[@]}";
+                 cat "${BASH_SOURCE[0]}" "${init_helper}"; } | sha256sum | cut -c1-16)"
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -110,6 +130,21 @@ for unit in "${MASK[@]}"; do
     "${sudo_cmd[@]}" ln -sf /dev/null "${rootfs}/etc/systemd/system/${unit}"
 done
 "${sudo_cmd[@]}" install -m 0755 "${init_helper}" "${rootfs}/usr/local/sbin/gpufleet-init"
+for index in "${!HOST_PYTHONS[@]}"; do
+    prefix="${HOST_PYTHONS[$index]}"
+    release="${python_releases[$index]}"
+    stdlib="lib/python${release}"
+    "${sudo_cmd[@]}" mkdir -p "${rootfs}/opt/python/${release}"
+    tar -C "${prefix}" --exclude="${stdlib}/test" --exclude="${stdlib}/site-packages/*" \
+        --exclude="${stdlib}/idlelib" --exclude="${stdlib}/tkinter" --exclude="${stdlib}/turtledemo" \
+        --exclude="${stdlib}/config-${release}-*" --exclude="${stdlib}/lib-dynload/_tkinter*" \
+        -cf - "bin/python${release}" "lib/libpython${release}.so.1.0" "${stdlib}" \
+        | "${sudo_cmd[@]}" tar -C "${rootfs}/opt/python/${release}" -xf -
+    echo "/opt/python/${release}/lib" | "${sudo_cmd[@]}" tee "${rootfs}/etc/ld.so.conf.d/python${release}.conf" >/dev/null
+done
+if [ "${#HOST_PYTHONS[@]}" -gt 0 ]; then
+    "${sudo_cmd[@]}" ldconfig -r "${rootfs}"
+fi
 
 echo "image.sh: importing ${image}" >&2
 "${sudo_cmd[@]}" tar --numeric-owner -C "${rootfs}" -c . | podman import --quiet \

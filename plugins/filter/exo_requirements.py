@@ -1,0 +1,17 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""exo's requirements as a node installs them: exo_requirements (documented in exo_requirements.yml beside this file)."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.exo.plugins.module_utils import exo_requirements as requirements
+
+
+def exo_requirements(metadata, skip=(), replace=None, tinygrad=""):
+    return requirements.plan(metadata, skip=skip, replace=replace, tinygrad=tinygrad)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"exo_requirements": exo_requirements}

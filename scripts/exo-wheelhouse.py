@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build a wheelhouse from which the node role installs exo on hosts without GitHub or an index.
+
+    scripts/exo-wheelhouse.py [--python 3.12] [--exo SOURCE] [--tinygrad SOURCE] DEST
+
+DEST receives wheels of exo and tinygrad (built from SOURCE: an archive, a directory or a URL pip
+accepts; by default exo's repository at the role's pinned commit and tinygrad at the commit exo
+pins), the wheels of what exo needs at run time for the target Python and platform (exo's declared
+requirements as the role filters them, plugins/module_utils/exo_requirements.py), and
+exo-wheelhouse.yml, the role variables that install from it. It runs pip with this interpreter and
+needs the package index (and GitHub for the default sources) on this machine only.
+
+A second run with the same inputs does nothing. See docs/node.md, "Installing exo".
+"""
+
+import argparse
+import glob
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+REQUIREMENTS_CODE = os.path.join(REPO, "plugins", "module_utils", "exo_requirements.py")
+ROLE_DEFAULTS = os.path.join(REPO, "roles", "node", "defaults", "main.yml")
+STAMP = ".exo-wheelhouse.json"
+VARS_FILE = "exo-wheelhouse.yml"
+# manylinux levels from the oldest to the one the target's glibc allows; pip takes each tag it is given
+# literally, so every level is listed.
+MANYLINUX_MINORS = (5, 12, 17, 24, 26, 27, 28, 31, 34, 35, 36, 39)
+LEGACY_MANYLINUX = {5: "manylinux1", 12: "manylinux2010", 17: "manylinux2014"}
+
+
+class Failure(Exception):
+    pass
+
+
+def load_requirements_module():
+    spec = importlib.util.spec_from_file_location("exo_requirements", REQUIREMENTS_CODE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def role_defaults():
+    """The node role's defaults that decide what is installed, so that the wheelhouse matches the role."""
+    try:
+        import yaml
+    except ImportError:
+        raise Failure("PyYAML is missing: run this script with the Python that runs Ansible")
+    with open(ROLE_DEFAULTS) as handle:
+        defaults = yaml.safe_load(handle)
+    return {"exo": "git+%s@%s" % (defaults["exo_node_git_url"], defaults["exo_node_git_version"]),
+            "skip": defaults["exo_node_skip_requirements"], "replace": defaults["exo_node_replace_requirements"]}
+
+
+def platforms(arch, glibc):
+    major, minor = (int(part) for part in glibc.split("."))
+    if major != 2:
+        raise Failure("--glibc %s: only glibc 2.x is known" % glibc)
+    tags = []
+    for level in MANYLINUX_MINORS:
+        if level <= minor:
+            tags.append("manylinux_2_%d_%s" % (level, arch))
+            if level in LEGACY_MANYLINUX:
+                tags.append("%s_%s" % (LEGACY_MANYLINUX[level], arch))
+    return tags
+
+
+def source_identity(source):
+    """What a source is, for the stamp: a local file by its content, a directory or URL by its name."""
+    if os.path.isfile(source):
+        digest = hashlib.sha256()
+        with open(source, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        return "sha256:" + digest.hexdigest()
+    return os.path.abspath(source) if os.path.isdir(source) else source
+
+
+def pip(*args):
+    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"] + list(args)
+    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                          check=False)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
+        raise Failure("pip %s failed (exit %d):\n%s" % (args[0], proc.returncode, tail))
+    return proc.stdout
+
+
+def build_wheel(source, directory):
+    """Build one wheel, without dependencies, and return its path."""
+    before = set(os.listdir(directory))
+    pip("wheel", "--no-deps", "--wheel-dir", directory, source)
+    made = sorted(set(os.listdir(directory)) - before)
+    if len(made) != 1 or not made[0].endswith(".whl"):
+        raise Failure("building %s gave %s, not one wheel" % (source, made or "nothing"))
+    return os.path.join(directory, made[0])
+
+
+def wheel_metadata(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        names = [n for n in archive.namelist() if re.match(r"^[^/]+\.dist-info/METADATA$", n)]
+        if len(names) != 1:
+            raise Failure("%s has no single .dist-info/METADATA" % wheel)
+        return archive.read(names[0]).decode("utf-8")
+
+
+def vars_text(dest, exo_wheel, tinygrad_requirement, args):
+    return "\n".join([
+        "# Written by scripts/exo-wheelhouse.py: the node role's variables that install exo from this",
+        "# wheelhouse (CPython %s, %s, glibc %s or later)." % (args.python, args.arch, args.glibc),
+        "# exo from %s" % args.exo,
+        "# tinygrad from %s" % args.tinygrad,
+        "exo_node_source: path",
+        "exo_node_source_path: %s" % os.path.join(dest, os.path.basename(exo_wheel)),
+        "exo_node_wheelhouse: %s" % dest,
+        "exo_node_tinygrad_requirement: %s" % tinygrad_requirement,
+        "",
+    ])
+
+
+def build(args, defaults):
+    dest = os.path.abspath(args.dest)
+    requirements = load_requirements_module()
+    errors = requirements.check_settings(defaults["skip"], defaults["replace"], "")
+    if errors:
+        raise Failure("; ".join(errors))
+    python_tag = "cp" + args.python.replace(".", "")
+    inputs = {"python": args.python, "arch": args.arch, "glibc": args.glibc, "skip": defaults["skip"],
+              "replace": defaults["replace"], "exo": source_identity(args.exo),
+              "tinygrad": source_identity(args.tinygrad or ""),
+              "code": [source_identity(path) for path in (os.path.realpath(__file__), REQUIREMENTS_CODE)]}
+    stamp = os.path.join(dest, STAMP)
+    if os.path.isfile(stamp) and os.path.isfile(os.path.join(dest, VARS_FILE)):
+        with open(stamp) as handle:
+            if json.load(handle) == inputs:
+                print("exo-wheelhouse: %s is up to date" % dest, file=sys.stderr)
+                return os.path.join(dest, VARS_FILE)
+
+    os.makedirs(dest, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=".exo-wheelhouse.", dir=dest)
+    try:
+        print("exo-wheelhouse: building exo from %s" % args.exo, file=sys.stderr)
+        exo_wheel = build_wheel(args.exo, work)
+        metadata = wheel_metadata(exo_wheel)
+        # By default tinygrad comes from where exo's own requirement points (its git URL).
+        exo_plan = requirements.plan(metadata, defaults["skip"], defaults["replace"], "")
+        if not args.tinygrad:
+            pinned = [r for r in exo_plan["install"] if requirements.normalize(requirements.requirement_name(r)) == "tinygrad"]
+            if len(pinned) != 1 or "@" not in pinned[0]:
+                raise Failure("exo from %s does not name tinygrad by URL (%s); give --tinygrad" % (args.exo, pinned))
+            args.tinygrad = pinned[0].split("@", 1)[1].strip()
+        print("exo-wheelhouse: building tinygrad from %s" % args.tinygrad, file=sys.stderr)
+        tinygrad_wheel = build_wheel(args.tinygrad, work)
+        tinygrad_version = os.path.basename(tinygrad_wheel).split("-")[1]
+        tinygrad_requirement = "tinygrad==%s" % tinygrad_version
+        exo_plan = requirements.plan(metadata, defaults["skip"], defaults["replace"], tinygrad_requirement)
+        wanted = [r for r in exo_plan["install"] if r != tinygrad_requirement]
+        print("exo-wheelhouse: downloading %d requirements of exo for CPython %s (left out: %s)"
+              % (len(wanted), args.python, ", ".join(exo_plan["skipped"]) or "none"), file=sys.stderr)
+        target = ["--only-binary=:all:", "--python-version", args.python, "--implementation", "cp",
+                  "--abi", python_tag]
+        for tag in platforms(args.arch, args.glibc):
+            target += ["--platform", tag]
+        try:
+            pip("download", "--dest", work, *(target + wanted))
+        except Failure as failure:
+            raise Failure("%s\nexo's pins have wheels for CPython 3.10 to 3.12 only (numpy 2.0.0 has none for "
+                          "3.13); the node role accepts the same range (exo_node_python_min_version, "
+                          "exo_node_python_max_version)" % failure)
+        for old in glob.glob(os.path.join(dest, "*.whl")):
+            os.remove(old)
+        for wheel in glob.glob(os.path.join(work, "*.whl")):
+            os.replace(wheel, os.path.join(dest, os.path.basename(wheel)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    with open(os.path.join(dest, VARS_FILE), "w") as handle:
+        handle.write(vars_text(dest, exo_wheel, tinygrad_requirement, args))
+    with open(stamp, "w") as handle:
+        json.dump(inputs, handle, indent=1, sort_keys=True)
+    return os.path.join(dest, VARS_FILE)
+
+
+def main(argv=None):
+    try:
+        defaults = role_defaults()
+    except Failure as failure:
+        print("exo-wheelhouse: %s" % failure, file=sys.stderr)
+        return 1
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dest", help="the wheelhouse directory (created; its wheels are replaced)")
+    parser.add_argument("--python", default="3.12", help="the hosts' CPython, major.minor (default 3.12)")
+    parser.add_argument("--exo", default=defaults["exo"],
+                        help="exo's source: archive, directory or URL (default %(default)s)")
+    parser.add_argument("--tinygrad", default="",
+                        help="tinygrad's source: archive, directory or URL (default: the git URL exo pins)")
+    parser.add_argument("--arch", default=platform.machine(), help="the hosts' machine (default %(default)s)")
+    parser.add_argument("--glibc", default="2.28",
+                        help="the oldest glibc among the hosts (default %(default)s: Debian 10, EL 8, Ubuntu 20.04)")
+    args = parser.parse_args(argv)
+    if not re.match(r"^3\.[0-9]+$", args.python):
+        parser.error("--python %r: give major.minor, for example 3.12" % args.python)
+    if not re.match(r"^[0-9]+\.[0-9]+$", args.glibc):
+        parser.error("--glibc %r: give major.minor, for example 2.28" % args.glibc)
+    try:
+        path = build(args, defaults)
+    except Failure as failure:
+        print("exo-wheelhouse: %s" % failure, file=sys.stderr)
+        return 1
+    with open(path) as handle:
+        sys.stdout.write(handle.read())
+    print("exo-wheelhouse: wrote %s; pass it to the play with -e @%s" % (path, path), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
