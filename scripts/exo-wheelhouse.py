@@ -199,7 +199,7 @@ def main(argv=None):
     except Failure as failure:
         print("exo-wheelhouse: %s" % failure, file=sys.stderr)
         return 1
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dest", help="the wheelhouse directory (created; its wheels are replaced)")
     parser.add_argument("--python", default="3.12", help="the hosts' CPython, major.minor (default 3.12)")
