@@ -10,8 +10,10 @@ DEST receives wheels of exo and tinygrad (built from SOURCE: an archive, a direc
 accepts; by default exo's repository at the role's pinned commit and tinygrad at the commit exo
 pins), the wheels of what exo needs at run time for the target Python and platform (exo's declared
 requirements as the role filters them, plugins/module_utils/exo_requirements.py), and
-exo-wheelhouse.yml, the role variables that install from it. It runs pip with this interpreter and
-needs the package index (and GitHub for the default sources) on this machine only.
+exo-wheelhouse.yml, the role variables that install from it. pip runs with a CPython of the target
+version (this interpreter, python3.X on PATH, or pyenv's) when it downloads, so that it evaluates the
+markers of exo's requirements for the hosts; the package index (and GitHub for the default sources) is needed on this
+machine only.
 
 A second run with the same inputs does nothing. See docs/node.md, "Installing exo".
 """
@@ -88,8 +90,30 @@ def source_identity(source):
     return os.path.abspath(source) if os.path.isdir(source) else source
 
 
-def pip(*args):
-    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"] + list(args)
+def find_interpreter(release):
+    """A CPython major.minor to run pip with, so that pip evaluates the markers of exo's requirements
+    (async-timeout for aiohttp before 3.11, for one) for the target and not for this interpreter."""
+    if "%d.%d" % sys.version_info[:2] == release:
+        return sys.executable
+    candidates = [shutil.which("python" + release)]
+    pyenv = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidates += sorted(glob.glob(os.path.join(pyenv, "versions", release + ".*", "bin", "python" + release)),
+                         key=lambda path: [int(part) for part in re.findall(r"[0-9]+", path.split("versions")[-1])],
+                         reverse=True)
+    for candidate in candidates:
+        if not candidate:
+            continue
+        proc = subprocess.run([candidate, "-m", "pip", "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, check=False)
+        if proc.returncode == 0 and re.search(r"\(python %s\)" % re.escape(release), proc.stdout):
+            return candidate
+    raise Failure("no CPython %s with pip found (python%s on PATH, or under %s/versions): pip evaluates the "
+                  "markers of exo's requirements with the interpreter that runs it, so the wheelhouse for "
+                  "CPython %s is built with one; install it, or run this script with it" % (release, release, pyenv, release))
+
+
+def pip(python, *args):
+    command = [python, "-m", "pip", "--disable-pip-version-check", "--no-input"] + list(args)
     proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                           check=False)
     if proc.returncode != 0:
@@ -98,10 +122,12 @@ def pip(*args):
     return proc.stdout
 
 
-def build_wheel(source, directory):
-    """Build one wheel, without dependencies, and return its path."""
+def build_wheel(python, source, directory):
+    """Build one wheel, without dependencies, and return its path. exo and tinygrad are pure Python: the
+    wheel is the same whichever interpreter builds it, and this one has a pip recent enough to build
+    a project without pyproject.toml in isolation."""
     before = set(os.listdir(directory))
-    pip("wheel", "--no-deps", "--wheel-dir", directory, source)
+    pip(python, "wheel", "--no-deps", "--wheel-dir", directory, source)
     made = sorted(set(os.listdir(directory)) - before)
     if len(made) != 1 or not made[0].endswith(".whl"):
         raise Failure("building %s gave %s, not one wheel" % (source, made or "nothing"))
@@ -148,11 +174,12 @@ def build(args, defaults):
                 print("exo-wheelhouse: %s is up to date" % dest, file=sys.stderr)
                 return os.path.join(dest, VARS_FILE)
 
+    python = find_interpreter(args.python)
     os.makedirs(dest, exist_ok=True)
     work = tempfile.mkdtemp(prefix=".exo-wheelhouse.", dir=dest)
     try:
         print("exo-wheelhouse: building exo from %s" % args.exo, file=sys.stderr)
-        exo_wheel = build_wheel(args.exo, work)
+        exo_wheel = build_wheel(sys.executable, args.exo, work)
         metadata = wheel_metadata(exo_wheel)
         # By default tinygrad comes from where exo's own requirement points (its git URL).
         exo_plan = requirements.plan(metadata, defaults["skip"], defaults["replace"], "")
@@ -162,19 +189,19 @@ def build(args, defaults):
                 raise Failure("exo from %s does not name tinygrad by URL (%s); give --tinygrad" % (args.exo, pinned))
             args.tinygrad = pinned[0].split("@", 1)[1].strip()
         print("exo-wheelhouse: building tinygrad from %s" % args.tinygrad, file=sys.stderr)
-        tinygrad_wheel = build_wheel(args.tinygrad, work)
+        tinygrad_wheel = build_wheel(sys.executable, args.tinygrad, work)
         tinygrad_version = os.path.basename(tinygrad_wheel).split("-")[1]
         tinygrad_requirement = "tinygrad==%s" % tinygrad_version
         exo_plan = requirements.plan(metadata, defaults["skip"], defaults["replace"], tinygrad_requirement)
         wanted = [r for r in exo_plan["install"] if r != tinygrad_requirement]
-        print("exo-wheelhouse: downloading %d requirements of exo for CPython %s (left out: %s)"
-              % (len(wanted), args.python, ", ".join(exo_plan["skipped"]) or "none"), file=sys.stderr)
+        print("exo-wheelhouse: downloading %d requirements of exo for CPython %s with %s (left out: %s)"
+              % (len(wanted), args.python, python, ", ".join(exo_plan["skipped"]) or "none"), file=sys.stderr)
         target = ["--only-binary=:all:", "--python-version", args.python, "--implementation", "cp",
                   "--abi", python_tag]
         for tag in platforms(args.arch, args.glibc):
             target += ["--platform", tag]
         try:
-            pip("download", "--dest", work, *(target + wanted))
+            pip(python, "download", "--dest", work, *(target + wanted))
         except Failure as failure:
             raise Failure("%s\nexo's pins have wheels for CPython 3.10 to 3.12 only (numpy 2.0.0 has none for "
                           "3.13); the node role accepts the same range (exo_node_python_min_version, "
