@@ -51,6 +51,7 @@ run_molecule() {
   tests/containers/image.sh debian12
   (cd roles/driver && molecule test)
   (cd roles/node && molecule test)
+  tests/containers/image.sh debian12-exo && (cd roles/node && molecule test -s cluster)
 }
 
 # The README's main command, twice: the second run must change nothing.

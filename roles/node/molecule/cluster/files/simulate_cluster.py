@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """Simulated hosts for the cluster scenario, written by the default scenario's simulate.py.
+
+    python3 simulate_cluster.py REPO_ROOT OUTDIR
+
+The same files as simulate.py writes (see its documentation), for this scenario's hosts: one with
+two H100s, the second of which verify.yml pulls out, and one without any GPU or NVIDIA library.
+"""
+
+import importlib.util
+import os
+import sys
+
+HOSTS = {
+    "gf-cluster-cpu": {"gpus": None, "remove": None},
+    "gf-cluster-gpu2": {
+        "gpus": [
+            dict(name="NVIDIA H100 80GB HBM3", memory_mib=81559, bus="0000:18:00.0", minor=0, cc=(9, 0),
+                 numa=0, cpus="0"),
+            dict(name="NVIDIA H100 80GB HBM3", memory_mib=81559, bus="0000:2a:00.0", minor=1, cc=(9, 0),
+                 numa=0, cpus="1"),
+        ],
+        "remove": 1,
+    },
+}
+
+
+def load_simulate():
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "default", "files", "simulate.py")
+    spec = importlib.util.spec_from_file_location("simulate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: simulate_cluster.py REPO_ROOT OUTDIR")
+    simulate = load_simulate()
+    simulate.HOSTS = HOSTS
+    simulate.main(sys.argv[1], sys.argv[2])
