@@ -143,7 +143,7 @@ def test_the_filter_examples_run_as_written(workdir, tmp_path):
 
 
 def free_ports(count):
-    sockets = [socket.socket() for _ in range(count)]
+    sockets = [socket.socket() for dummy in range(count)]
     for sock in sockets:
         sock.bind(("127.0.0.1", 0))
     ports = [sock.getsockname()[1] for sock in sockets]
