@@ -39,6 +39,7 @@ def tinygrad(version):
 def whole_role(**settings):
     """Settings for a run of the whole role whose paths all lie below result_dir/../paths."""
     base = dict(exo_node_refresh_facts="never", exo_node_manage_packages=False, exo_node_python=sys.executable,
+                exo_node_python_max_version="%d.%d" % sys.version_info[:2],
                 **dict((key, "{{ result_dir }}/../paths/{{ inventory_hostname }}/" + key)
                        for key in ("exo_node_install_dir", "exo_node_config_dir", "exo_node_data_dir")))
     base.update(settings)
