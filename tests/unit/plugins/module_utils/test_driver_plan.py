@@ -8,7 +8,7 @@ __doc__ = """The driver role's policy, called directly on the facts the probe re
 
 The device facts come from gpufleet.exo.device_facts run on simulated hosts (a simulated /sys and the
 simulated libnvidia-ml under the real nvidia-ml-py, or no libnvidia-ml at all) and from the real H100
-of shared/fixtures/real-h100. The distribution facts are those ansible.builtin.setup reports on each
+of tests/fixtures/real-h100 (what the real host reported). The distribution facts are those ansible.builtin.setup reports on each
 distribution (stand-ins: this machine is one Debian 12 host). The settings are the role's variables
 as a user gives them, strings from -e included.
 """
@@ -29,7 +29,7 @@ from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs
 from tests.unit.conftest import COLLECTIONS, REPO, run_module
 
-REAL_H100 = os.path.join(REPO, "..", "shared", "fixtures", "real-h100", "device_facts.json")
+REAL_H100 = os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")
 ROLE = os.path.join(REPO, "roles", "driver")
 H100 = simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id="0000:3b:00.0")
 GPU0 = "0000:3b:00.0"

@@ -8,7 +8,7 @@ __doc__ = """The node role's planner, called directly on the facts the probe rea
 
 The facts come from gpufleet.exo.device_facts run on simulated hosts (tests/simulated/hosts.py:
 the simulated libnvidia-ml under the real nvidia-ml-py, simulated /sys) and from the real H100 of
-shared/fixtures/real-h100. tinygrad's part comes from the probe's own table for the version a test
+tests/fixtures/real-h100 (what the real host reported). tinygrad's part comes from the probe's own table for the version a test
 names. The settings start from the role's defaults, as Ansible would give them.
 """
 
@@ -24,7 +24,7 @@ from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import bus, uuid
 from tests.unit.conftest import REPO, run_module
 
-REAL_H100 = os.path.join(REPO, "..", "shared", "fixtures", "real-h100", "device_facts.json")
+REAL_H100 = os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)
 SETTINGS = dict((name, DEFAULTS[name]) for name in node_plan.SETTINGS)
