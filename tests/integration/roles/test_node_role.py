@@ -74,7 +74,7 @@ WHOLE = {
     "negative": ("one", whole_role(exo_node_restart_sec="-5"), ["host negative: exo_node_restart_sec is \"-5\""]),
     "old_python": ("cpu_only", whole_role(exo_node_python_min_version="99.0"),
                    ["host old_python", sys.executable, "is Python %d.%d" % sys.version_info[:2],
-                    "needs Python 99.0 or later"]),
+                    "exo runs on Python 99.0 to"]),
     # A first run: the facts at hand were not gathered with exo's interpreter, but show the GPUs.
     "first_run": ("four", whole_role(exo_node_refresh_facts="auto", exo_node_gpus=[7]),
                   ["host first_run: exo_node_gpus entry '7' matches no GPU"]),
