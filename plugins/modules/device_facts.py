@@ -70,10 +70,7 @@ attributes:
 notes:
   - Supports check mode; it never changes anything.
   - All values the host could not give are V(null), never a made-up V(0); see C(errors).
-seealso:
-  - name: Facts reference
-    description: Every key of device_capabilities, with an example from a real host.
-    link: https://github.com/gpufleet/exo/blob/main/docs/facts.md
+  - C(docs/facts.md) in the collection shows every key of C(device_capabilities) with an example.
 """
 
 EXAMPLES = r"""

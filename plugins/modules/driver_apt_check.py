@@ -101,10 +101,7 @@ attributes:
     support: none
 notes:
   - It runs the same in check mode; it only reads.
-seealso:
-  - name: The driver role
-    description: The decision, the plan per distribution and the preflight.
-    link: https://github.com/gpufleet/exo/blob/main/docs/driver.md
+  - C(docs/driver.md) in the collection explains the driver role's decision, plan per distribution and preflight.
 """
 
 EXAMPLES = r"""

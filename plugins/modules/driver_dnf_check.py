@@ -69,10 +69,7 @@ attributes:
 notes:
   - It runs the same in check mode; it only reads.
   - Nothing is asked of the repositories when the stream is enabled and every package is installed already.
-seealso:
-  - name: The driver role
-    description: The decision, the plan per distribution and the preflight.
-    link: https://github.com/gpufleet/exo/blob/main/docs/driver.md
+  - C(docs/driver.md) in the collection explains the driver role's decision, plan per distribution and preflight.
 """
 
 EXAMPLES = r"""
