@@ -80,7 +80,7 @@ def main():
             samples[name].append(timed(command))
 
     workdir = tempfile.mkdtemp(prefix="gpufleet-bench-")
-    gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0)) for dummy in range(8)]
+    gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0), health=simnvml.HEALTHY_H100) for dummy in range(8)]
     config = simnvml.write_config(os.path.join(workdir, "nvml.conf"), gpus)
     env = dict(os.environ, **simnvml.environment(simnvml.build("current"), config))
     script = IN_PROCESS % {"collections": os.path.join(REPO, ".build", "collections"), "rounds": 5 * options.rounds}

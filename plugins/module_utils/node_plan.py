@@ -17,6 +17,7 @@ import json
 import re
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.decide import cpu_capabilities, gpu_capabilities
+from ansible_collections.gpufleet.exo.plugins.module_utils.health import VERDICTS
 from ansible_collections.gpufleet.exo.plugins.module_utils.nvml import sysfs_bus_id
 
 try:
@@ -41,6 +42,7 @@ SETTINGS = {
     "exo_node_gpus": ("list", ","),
     "exo_node_min_memory_mib": ("int", (0, None)),
     "exo_node_mig": ("bool", None),
+    "exo_node_gpu_health": ("choice", VERDICTS),
     "exo_node_cpu_fallback": ("bool", None),
     "exo_node_tinygrad_backend": ("choice", ("auto", "cuda", "nv")),
     "exo_node_inference_engine": ("choice", ("tinygrad", "dummy")),
@@ -315,18 +317,34 @@ def _label(gpu):
     return "GPU %s (%s, %s)" % (gpu["index"], gpu["uuid"], gpu["pci_bus_id"])
 
 
-def _candidates(gpus, use_mig):
+def _health(label, gpu, worst):
+    """(why the GPU is too sick to run, or None; a warning about its health, or None)."""
+    found = (gpu.get("health") or {}).get("verdict") or "ok"  # facts from before health was probed
+    if found == "ok":
+        return None, None
+    said = "%s: health %s: %s" % (label, found, "; ".join(gpu["health"].get("reasons") or ()))
+    if VERDICTS.index(found) > VERDICTS.index(worst):
+        return "%s (exo_node_gpu_health is %s)" % (said, worst), None
+    return None, said
+
+
+def _candidates(gpus, use_mig, worst_health):
     """(candidates, skipped, warnings) in NVML index order; a GPU in MIG mode stands for its MIG devices."""
     candidates, skipped, warnings = [], [], []
     for gpu in gpus:
         mig = gpu.get("mig") or {}
         label = _label(gpu)
+        too_sick, health_warning = _health(label, gpu, worst_health)
+        if health_warning:
+            warnings.append(health_warning)
         if bool(mig.get("enabled")) != bool(mig.get("pending")):
             warnings.append("%s: MIG mode changes to %s at the next GPU reset; this run uses the current mode"
                             % (label, "on" if mig.get("pending") else "off"))
         if gpu["minor"] is None or gpu["uuid"] is None:
             skipped.append("%s: NVML gave no %s, so it cannot be pinned and confined"
                            % (label, "minor number" if gpu["minor"] is None else "UUID"))
+        elif too_sick:
+            skipped.append(too_sick)
         elif mig.get("enabled") and not use_mig:
             skipped.append("%s: MIG mode is on; set exo_node_mig: true to run one node per MIG device" % label)
         elif mig.get("enabled"):
@@ -604,7 +622,7 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
     nvml_ok = facts["nvml"].get("status") == "ok"
     gpus = facts["gpus"] if nvml_ok else []
     requested = s["exo_node_gpus"]
-    candidates, skipped, warnings = _candidates(gpus, s["exo_node_mig"])
+    candidates, skipped, warnings = _candidates(gpus, s["exo_node_mig"], s["exo_node_gpu_health"])
     chosen, errors = _choose(host, gpus, candidates, skipped, requested, s["exo_node_min_memory_mib"])
     if not chosen and not errors:
         why = _cpu_reason(facts, nvml_ok, gpus, skipped, requested)

@@ -15,7 +15,7 @@ import importlib.util
 import os
 import sys
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import chips
+from ansible_collections.gpufleet.exo.plugins.module_utils import chips, health
 
 MIB = 1024 * 1024
 LIBRARY = "libnvidia-ml.so.1"
@@ -116,6 +116,7 @@ def _gpu(session, index):
         "numa_node": session.call(where, "nvmlDeviceGetNumaNodeId", handle),
         "cores": session.call(where, "nvmlDeviceGetNumGpuCores", handle),
         "max_sm_clock_mhz": session.call(where, "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM),
+        "health": health.query(session, where, handle),
     }
 
 
@@ -223,4 +224,5 @@ def shape(raw, pci_devices):
         "numa_node": numa_node if numa_node is not None else raw.get("numa_node"),
         "cpu_list": device.get("cpu_list"),
         "flops": _flops(raw, chip),
+        "health": health.shape(raw.get("health")),
     }

@@ -136,8 +136,11 @@ ansible_facts:
                    flops: {fp32: 66.9, fp16: 989.4, int8: 1978.9}}
         gpus:
           description: Every GPU NVML sees, in NVML index order, with index, minor, uuid, name, chip,
-            memory_mib, pci_bus_id, compute_capability, architecture, mig, numa_node, cpu_list and
-            flops (with C(source) V(table), V(estimated) or V(unknown)).
+            memory_mib, pci_bus_id, compute_capability, architecture, mig, numa_node, cpu_list,
+            flops (with C(source) V(table), V(estimated) or V(unknown)) and health.
+          - C(health) is what NVML says about the GPU's fitness (ECC, remapped rows, retired pages,
+            persistence and compute mode, PCIe link, temperature, clock event reasons, NVLink fabric)
+            with C(verdict) V(ok), V(degraded) or V(unusable) and its C(reasons).
           type: list
           elements: dict
         visible:

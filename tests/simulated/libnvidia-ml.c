@@ -113,6 +113,28 @@ typedef struct nvmlMemory_v2_st {
 
 #define NVML_INIT_FLAG_NO_GPUS 1u
 
+typedef unsigned int nvmlEnableState_t;
+typedef unsigned int nvmlComputeMode_t;
+typedef unsigned int nvmlMemoryErrorType_t; /* 0 corrected, 1 uncorrected */
+typedef unsigned int nvmlEccCounterType_t;  /* 0 volatile, 1 aggregate */
+typedef unsigned int nvmlTemperatureSensors_t;
+#define NVML_TEMPERATURE_GPU 0u
+#define NVML_MEMORY_ERROR_TYPE_UNCORRECTED 1u
+#define NVML_VOLATILE_ECC 0u
+#define NVML_GPU_FABRIC_UUID_LEN 16
+
+typedef struct {
+    unsigned int version;
+    unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+    nvmlReturn_t status;
+    unsigned int cliqueId;
+    unsigned int state;
+    unsigned int healthMask;
+} nvmlGpuFabricInfo_v2_t;
+
+/* NVML_STRUCT_VERSION(GpuFabricInfo, 2) */
+#define nvmlGpuFabricInfo_v2 ((unsigned int)(sizeof(nvmlGpuFabricInfo_v2_t) | (2u << 24)))
+
 /* ---- simulated state -------------------------------------------------------------------- */
 
 #define MAX_GPUS 64
@@ -147,6 +169,26 @@ struct nvmlDevice_st {
     unsigned int mig_current, mig_pending, mig_max_devices, mig_count;
     /* MIG device */
     unsigned int gpu_instance_id, compute_instance_id;
+    /* health (full GPU); a group whose has_ flag is 0 answers NOT_SUPPORTED */
+    int has_ecc;
+    unsigned int ecc_current, ecc_pending;
+    unsigned long long ecc_uncorrected_volatile, ecc_uncorrected_aggregate;
+    int has_retired_pages;
+    unsigned int retired_pages_pending;
+    int has_remapped_rows;
+    unsigned int remapped_correctable, remapped_uncorrectable, remapped_pending, remapped_failed;
+    int has_persistence_mode;
+    unsigned int persistence_mode;
+    int has_compute_mode;
+    unsigned int compute_mode;
+    int has_pcie;
+    unsigned int pcie_gen, pcie_max_gen, pcie_width, pcie_max_width;
+    int has_temperature;
+    unsigned int temperature_c;
+    int has_clock_events;
+    unsigned long long clock_event_reasons;
+    int has_fabric;
+    unsigned int fabric_state, fabric_status, fabric_clique_id;
 };
 
 typedef struct nvmlDevice_st *nvmlDevice_t;
@@ -277,6 +319,26 @@ static const struct field GPU_FIELDS[] = {
     DEVICE_FIELD("mig_current", F_UINT, mig_current, DEVICE_FLAG(mig_capable)),
     DEVICE_FIELD("mig_pending", F_UINT, mig_pending, DEVICE_FLAG(mig_capable)),
     DEVICE_FIELD("mig_max_devices", F_UINT, mig_max_devices, NO_FLAG),
+    DEVICE_FIELD("ecc_current", F_UINT, ecc_current, DEVICE_FLAG(has_ecc)),
+    DEVICE_FIELD("ecc_pending", F_UINT, ecc_pending, DEVICE_FLAG(has_ecc)),
+    DEVICE_FIELD("ecc_uncorrected_volatile", F_ULL, ecc_uncorrected_volatile, DEVICE_FLAG(has_ecc)),
+    DEVICE_FIELD("ecc_uncorrected_aggregate", F_ULL, ecc_uncorrected_aggregate, DEVICE_FLAG(has_ecc)),
+    DEVICE_FIELD("retired_pages_pending", F_UINT, retired_pages_pending, DEVICE_FLAG(has_retired_pages)),
+    DEVICE_FIELD("remapped_correctable", F_UINT, remapped_correctable, DEVICE_FLAG(has_remapped_rows)),
+    DEVICE_FIELD("remapped_uncorrectable", F_UINT, remapped_uncorrectable, DEVICE_FLAG(has_remapped_rows)),
+    DEVICE_FIELD("remapped_pending", F_UINT, remapped_pending, DEVICE_FLAG(has_remapped_rows)),
+    DEVICE_FIELD("remapped_failed", F_UINT, remapped_failed, DEVICE_FLAG(has_remapped_rows)),
+    DEVICE_FIELD("persistence_mode", F_UINT, persistence_mode, DEVICE_FLAG(has_persistence_mode)),
+    DEVICE_FIELD("compute_mode", F_UINT, compute_mode, DEVICE_FLAG(has_compute_mode)),
+    DEVICE_FIELD("pcie_gen", F_UINT, pcie_gen, DEVICE_FLAG(has_pcie)),
+    DEVICE_FIELD("pcie_max_gen", F_UINT, pcie_max_gen, DEVICE_FLAG(has_pcie)),
+    DEVICE_FIELD("pcie_width", F_UINT, pcie_width, DEVICE_FLAG(has_pcie)),
+    DEVICE_FIELD("pcie_max_width", F_UINT, pcie_max_width, DEVICE_FLAG(has_pcie)),
+    DEVICE_FIELD("temperature_c", F_UINT, temperature_c, DEVICE_FLAG(has_temperature)),
+    DEVICE_FIELD("clock_event_reasons", F_ULL, clock_event_reasons, DEVICE_FLAG(has_clock_events)),
+    DEVICE_FIELD("fabric_state", F_UINT, fabric_state, DEVICE_FLAG(has_fabric)),
+    DEVICE_FIELD("fabric_status", F_UINT, fabric_status, DEVICE_FLAG(has_fabric)),
+    DEVICE_FIELD("fabric_clique_id", F_UINT, fabric_clique_id, DEVICE_FLAG(has_fabric)),
 };
 
 static const struct field MIG_FIELDS[] = {
@@ -987,6 +1049,122 @@ API nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned in
     if (!id) return NVML_ERROR_INVALID_ARGUMENT;
     if (!d->is_mig) return NVML_ERROR_NOT_SUPPORTED;
     *id = d->compute_instance_id;
+    return NVML_SUCCESS;
+}
+
+#endif /* SIMULATED_NVML_LEGACY */
+
+/* ---- health: each group answers NOT_SUPPORTED unless the config gave it, as on parts that lack
+ * it (ECC and row remapping on consumer GPUs, fabric state without NVSwitch); MIG handles answer
+ * INVALID_ARGUMENT for what belongs to the whole GPU. ------------------------------------------ */
+
+static nvmlReturn_t health_device(const char *function, nvmlDevice_t handle, const void *out, size_t present,
+                                  struct nvmlDevice_st **d)
+{
+    CHECK(enter_device(function, handle, d));
+    if (!out || (*d)->is_mig) return NVML_ERROR_INVALID_ARGUMENT;
+    return *(const int *)((const char *)*d + present) ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+}
+
+API nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t *current, nvmlEnableState_t *pending)
+{
+    struct nvmlDevice_st *d;
+    CHECK(health_device(__func__, device, pending ? (void *)current : NULL, DEVICE_FLAG(has_ecc), &d));
+    *current = d->ecc_current;
+    *pending = d->ecc_pending;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t errorType,
+                                             nvmlEccCounterType_t counterType, unsigned long long *eccCounts)
+{
+    struct nvmlDevice_st *d;
+    CHECK(health_device(__func__, device, eccCounts, DEVICE_FLAG(has_ecc), &d));
+    if (errorType != NVML_MEMORY_ERROR_TYPE_UNCORRECTED) *eccCounts = 0; /* only uncorrected ones are simulated */
+    else *eccCounts = counterType == NVML_VOLATILE_ECC ? d->ecc_uncorrected_volatile : d->ecc_uncorrected_aggregate;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, nvmlEnableState_t *isPending)
+{
+    struct nvmlDevice_st *d;
+    CHECK(health_device(__func__, device, isPending, DEVICE_FLAG(has_retired_pages), &d));
+    *isPending = d->retired_pages_pending;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
+{
+    struct nvmlDevice_st *d;
+    CHECK(health_device(__func__, device, mode, DEVICE_FLAG(has_persistence_mode), &d));
+    *mode = d->persistence_mode;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)
+{
+    struct nvmlDevice_st *d;
+    CHECK(health_device(__func__, device, mode, DEVICE_FLAG(has_compute_mode), &d));
+    *mode = d->compute_mode;
+    return NVML_SUCCESS;
+}
+
+#define PCIE_GETTER(function, member)                                             \
+    API nvmlReturn_t function(nvmlDevice_t device, unsigned int *value)           \
+    {                                                                             \
+        struct nvmlDevice_st *d;                                                  \
+        CHECK(health_device(__func__, device, value, DEVICE_FLAG(has_pcie), &d)); \
+        *value = d->member;                                                       \
+        return NVML_SUCCESS;                                                      \
+    }
+
+PCIE_GETTER(nvmlDeviceGetCurrPcieLinkGeneration, pcie_gen)
+PCIE_GETTER(nvmlDeviceGetMaxPcieLinkGeneration, pcie_max_gen)
+PCIE_GETTER(nvmlDeviceGetCurrPcieLinkWidth, pcie_width)
+PCIE_GETTER(nvmlDeviceGetMaxPcieLinkWidth, pcie_max_width)
+
+API nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensor, unsigned int *temp)
+{
+    struct nvmlDevice_st *d;
+    CHECK(health_device(__func__, device, temp, DEVICE_FLAG(has_temperature), &d));
+    if (sensor != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+    *temp = d->temperature_c;
+    return NVML_SUCCESS;
+}
+
+#ifndef SIMULATED_NVML_LEGACY
+
+API nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int *corrRows, unsigned int *uncRows,
+                                           unsigned int *isPending, unsigned int *failureOccurred)
+{
+    struct nvmlDevice_st *d;
+    const void *all = corrRows && uncRows && isPending ? (void *)failureOccurred : NULL;
+    CHECK(health_device(__func__, device, all, DEVICE_FLAG(has_remapped_rows), &d));
+    *corrRows = d->remapped_correctable;
+    *uncRows = d->remapped_uncorrectable;
+    *isPending = d->remapped_pending;
+    *failureOccurred = d->remapped_failed;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long *reasons)
+{
+    struct nvmlDevice_st *d;
+    CHECK(health_device(__func__, device, reasons, DEVICE_FLAG(has_clock_events), &d));
+    *reasons = d->clock_event_reasons;
+    return NVML_SUCCESS;
+}
+
+API nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfo_v2_t *info)
+{
+    struct nvmlDevice_st *d;
+    CHECK(health_device(__func__, device, info, DEVICE_FLAG(has_fabric), &d));
+    if (info->version != nvmlGpuFabricInfo_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+    info->status = (nvmlReturn_t)d->fabric_status;
+    info->cliqueId = d->fabric_clique_id;
+    info->state = d->fabric_state;
+    info->healthMask = 0;
     return NVML_SUCCESS;
 }
 

@@ -90,6 +90,11 @@ FUNCTIONS = (
     "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
     "nvmlDeviceIsMigDeviceHandle", "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
     "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetEccMode", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPagesPendingStatus",
+    "nvmlDeviceGetRemappedRows", "nvmlDeviceGetPersistenceMode", "nvmlDeviceGetComputeMode",
+    "nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
+    "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetTemperature",
+    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetGpuFabricInfoV",
 )
 
 # Calls an R418-era driver does not export (the ``legacy`` variant leaves them out).
@@ -99,6 +104,7 @@ LEGACY_OMITTED = (
     "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
     "nvmlDeviceIsMigDeviceHandle", "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
     "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
+    "nvmlDeviceGetRemappedRows", "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetGpuFabricInfoV",
 )
 
 # NVML_ERROR_<name> -> nvmlReturn_t value, as in nvml.h.
@@ -255,9 +261,41 @@ def _mig_device(spec, position):
     }
 
 
+# Health groups of gpu(health=...): each maps to the config keys it sets, in order. A group left
+# out answers NOT_SUPPORTED, as on a part without it (no ECC on consumer GPUs, no fabric without
+# NVSwitch).
+HEALTH_GROUPS = {
+    "ecc": ("ecc_current", "ecc_pending", "ecc_uncorrected_volatile", "ecc_uncorrected_aggregate"),
+    "retired_pages_pending": ("retired_pages_pending",),
+    "remapped_rows": ("remapped_correctable", "remapped_uncorrectable", "remapped_pending", "remapped_failed"),
+    "persistence_mode": ("persistence_mode",),
+    "compute_mode": ("compute_mode",),
+    "pcie": ("pcie_gen", "pcie_max_gen", "pcie_width", "pcie_max_width"),
+    "temperature_c": ("temperature_c",),
+    "clock_event_reasons": ("clock_event_reasons",),
+    "fabric": ("fabric_state", "fabric_status", "fabric_clique_id"),
+}
+
+
+def _health(health):
+    """{group: value or tuple} -> [(config key, integer)], checked against HEALTH_GROUPS."""
+    if not isinstance(health, dict):
+        raise ValueError("health must be a dict of %s, got %r" % (", ".join(sorted(HEALTH_GROUPS)), health))
+    lines = []
+    for group, value in sorted(health.items()):
+        if group not in HEALTH_GROUPS:
+            raise ValueError("health has unknown key %r: use %s" % (group, ", ".join(sorted(HEALTH_GROUPS))))
+        keys = HEALTH_GROUPS[group]
+        values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        if len(values) != len(keys):
+            raise ValueError("health %s needs %d values (%s), got %r" % (group, len(keys), ", ".join(keys), value))
+        lines += [(key, _check_int("health " + key, v, 0)) for key, v in zip(keys, values)]
+    return lines
+
+
 def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cores=None,
         max_sm_clock_mhz=None, numa_node=None, cpu_affinity=None, mig=None, name_bytes=None,
-        pci_device_id=None, architecture=None):
+        pci_device_id=None, architecture=None, health=None):
     """One simulated GPU, as a dict for write_config.
 
     uuid, pci_bus_id and minor default to values derived from the GPU's position in the list.
@@ -266,6 +304,8 @@ def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cor
     gi=..., ci=..., name=...)], max_devices=7). name_bytes (raw bytes) overrides name, for names
     that are not UTF-8. pci_device_id is the PCI device id (0x2330), architecture an
     nvmlDeviceArchitecture_t (default: from cc).
+    health: {group: values} for HEALTH_GROUPS, e.g.
+    dict(ecc=(1, 1, 0, 0), remapped_rows=(0, 0, 1, 0), pcie=(5, 5, 16, 16), fabric=(3, 0, 1)).
     """
     raw_name = name_bytes if name_bytes is not None else name
     if isinstance(raw_name, str):
@@ -310,6 +350,7 @@ def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cor
         "pci_device_id": None if pci_device_id is None else _check_int("pci_device_id", pci_device_id, 0, 0xFFFF),
         "architecture": (ARCHITECTURE_BY_CC.get(cc, ARCH_UNKNOWN) if architecture is None
                          else _check_int("architecture", architecture, 0, ARCH_UNKNOWN)),
+        "health": _health(health or {}),
     }
 
 
@@ -420,6 +461,7 @@ def write_config(path, gpus, init_error=None, driver_version="550.54.15", cuda_v
         lines += ["%s=%d" % (key, value) for key, value in optional if value is not None]
         if spec["cpu_affinity"] is not None:
             lines.append("cpu_affinity=" + _cpu_ranges(spec["cpu_affinity"]))
+        lines += ["%s=%d" % pair for pair in spec.get("health", ())]
         mig = spec["mig"]
         if mig is not None:
             lines += ["mig_current=%d" % mig["current"], "mig_pending=%d" % mig["pending"],
@@ -437,6 +479,10 @@ def write_config(path, gpus, init_error=None, driver_version="550.54.15", cuda_v
 
 
 # ---- ready-made GPUs (names and sizes as NVML reports them on real parts) ------------------
+
+# What the real H100 answered (tests/fixtures/real-h100/health.json): a healthy GPU, idle.
+HEALTHY_H100 = dict(ecc=(1, 1, 0, 0), remapped_rows=(0, 0, 0, 0), persistence_mode=1, compute_mode=0,
+                    pcie=(5, 5, 16, 16), temperature_c=35, clock_event_reasons=0x1)
 
 H100_SXM = gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0), cores=132 * 128, max_sm_clock_mhz=1980,
                pci_device_id=0x2330)
