@@ -53,6 +53,8 @@ DEBIAN = {
     "mok_key": "/var/lib/dkms/mok.pub",
     "initramfs_command": ["update-initramfs", "-u"],
     "persistenced_service": "nvidia-persistenced",
+    # Debian's archive packages no fabric manager (NVSwitch systems need NVIDIA's CUDA repository).
+    "fabric_manager": None,
 }
 
 # The datacenter production branches whose server packages Canonical and NVIDIA's CUDA repository
@@ -106,6 +108,9 @@ UBUNTU = {
     "mok_key": "/var/lib/shim-signed/mok/MOK.der",
     "initramfs_command": ["update-initramfs", "-u"],
     "persistenced_service": "nvidia-persistenced",
+    # Canonical's restricted component, one package per branch; apt takes the version with a wildcard
+    # for the Debian revision.
+    "fabric_manager": {"package": "nvidia-fabricmanager-%(branch)s", "install": "%(package)s=%(version)s-*"},
 }
 
 # RHEL, Rocky Linux, AlmaLinux and CentOS Stream 8 and 9: NVIDIA's CUDA repository, with the branch
@@ -140,9 +145,12 @@ REDHAT = {
     "mok_key": "/var/lib/dkms/mok.pub",
     "initramfs_command": ["dracut", "--force"],
     "persistenced_service": "nvidia-persistenced",
+    # The CUDA repository's package, one name for every branch; dnf takes name-version.
+    "fabric_manager": {"package": "nvidia-fabric-manager", "install": "%(package)s-%(version)s"},
 }
 
 FAMILIES = (DEBIAN, UBUNTU, REDHAT)
+FABRIC_MANAGER_DISTRIBUTIONS = "Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaLinux and CentOS Stream 8 and 9"
 SUPPORTED = ("Debian 12 and 13, Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaLinux and CentOS Stream 8 and 9")
 
 

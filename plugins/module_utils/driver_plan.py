@@ -74,6 +74,7 @@ SETTINGS = (
     # A reboot takes more than a minute on any server; a day is past any firmware's patience.
     ("exo_driver_reboot_timeout", "int", (60, 86400), 1800),
     ("exo_driver_persistenced", "bool", None, True),
+    ("exo_driver_fabric_manager", "bool", None, True),
     ("exo_driver_probe", "choice", ("auto", "always"), "auto"),
     ("exo_driver_probe_options", "probe_options", None, {}),
     ("exo_driver_plan_only", "bool", None, False),

@@ -12,6 +12,8 @@ from ansible_collections.gpufleet.exo.plugins.module_utils import sysfs
 # PCI class codes (base class 03, display controller) that GPUs use: VGA, 3D, other display.
 DISPLAY_CLASSES = ("0x0300", "0x0302", "0x0380")
 VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
+# NVSwitch shows up as an NVIDIA device of class 0680 (bridge, other): lspci's "Bridge [0680]".
+NVSWITCH = ("0x10de", "0x0680")
 
 
 def _device(directory, bus_id):
@@ -19,8 +21,7 @@ def _device(directory, bus_id):
     pci_class = (sysfs.read_text(os.path.join(directory, "class")) or "").lower()[:6]
     if vendor_id not in VENDORS or pci_class not in DISPLAY_CLASSES:
         return None
-    driver_link = os.path.join(directory, "driver")
-    driver = os.path.basename(os.readlink(driver_link)) if os.path.islink(driver_link) else "none"
+    driver = _driver(directory)
     numa_node = sysfs.read_int(os.path.join(directory, "numa_node"))
     return {
         "bus_id": bus_id,
@@ -35,15 +36,36 @@ def _device(directory, bus_id):
     }
 
 
-def scan(rootfs="/"):
-    """Every NVIDIA, AMD and Intel display device on the PCI bus, in bus order."""
+def _directories(rootfs):
+    """(sysfs directory, bus id) of every PCI device, in bus order."""
     base = sysfs.path(rootfs, "/sys/bus/pci/devices")
     try:
-        bus_ids = sorted(os.listdir(base))
+        return [(os.path.join(base, bus_id), bus_id.lower()) for bus_id in sorted(os.listdir(base))]
     except OSError:
         return []
-    devices = (_device(os.path.join(base, bus_id), bus_id.lower()) for bus_id in bus_ids)
+
+
+def _driver(directory):
+    driver_link = os.path.join(directory, "driver")
+    return os.path.basename(os.readlink(driver_link)) if os.path.islink(driver_link) else "none"
+
+
+def scan(rootfs="/"):
+    """Every NVIDIA, AMD and Intel display device on the PCI bus, in bus order."""
+    devices = (_device(directory, bus_id) for directory, bus_id in _directories(rootfs))
     return [device for device in devices if device is not None]
+
+
+def nvswitches(rootfs="/"):
+    """The NVSwitch devices on the PCI bus, in bus order: where they are, GPUs need the fabric manager."""
+    found = []
+    for directory, bus_id in _directories(rootfs):
+        ids = ((sysfs.read_text(os.path.join(directory, "vendor")) or "").lower(),
+               (sysfs.read_text(os.path.join(directory, "class")) or "").lower()[:6])
+        if ids == NVSWITCH:
+            found.append({"bus_id": bus_id, "driver": _driver(directory),
+                          "device_id": (sysfs.read_text(os.path.join(directory, "device")) or "").lower() or None})
+    return found
 
 
 def loaded_modules(rootfs="/", names=("nvidia", "nouveau", "amdgpu", "vfio_pci")):

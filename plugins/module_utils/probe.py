@@ -57,6 +57,7 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
     errors = []
     pci_devices = _timed(timings, "pci", pci.scan, rootfs)
     host_facts = _timed(timings, "host", host.probe, rootfs)
+    nvswitches = pci.nvswitches(rootfs)
 
     stages = {"nvml": deadline.Stage(func=nvml.query)}
     if any(device["vendor"] == "amd" for device in pci_devices):
@@ -110,6 +111,7 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         "gpus": gpus,
         "visible": visible_facts,
         "pci": pci_devices,
+        "nvswitches": nvswitches,
         "nvml": nvml_facts,
         "amd": amd_gpus,
         "tinygrad": tinygrad_facts,

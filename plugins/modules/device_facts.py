@@ -152,6 +152,12 @@ ansible_facts:
             to each (V(none) when unbound).
           type: list
           elements: dict
+        nvswitches:
+          description:
+            - NVSwitch devices on the PCI bus (NVIDIA, class 0680) with bus_id, device_id and driver; where there
+              are any, the GPUs need the fabric manager (the driver role installs it).
+          type: list
+          elements: dict
         nvml:
           description: NVML's status (V(ok), V(not_installed), V(library_not_found), V(driver_not_loaded),
             V(version_mismatch), V(no_permission), V(gpu_lost), V(timeout), V(error)), message,

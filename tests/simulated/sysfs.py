@@ -26,6 +26,11 @@ def nvidia_gpu(bus_id, device_id="0x2330", driver="nvidia", numa_node=-1, cpu_li
     return device(bus_id, "nvidia", device_id, "0x030200", driver, numa_node, cpu_list)
 
 
+def nvswitch(bus_id, device_id="0x22a3", driver="nvidia-nvswitch"):
+    """An NVIDIA NVSwitch (class 0680, bridge), a third-generation one of HGX H100 by default."""
+    return device(bus_id, "nvidia", device_id, "0x068000", driver)
+
+
 def amd_gpu(bus_id, device_id="0x74a1", driver="amdgpu", vram_bytes=192 * 1024 ** 3, numa_node=-1):
     """An AMD display controller (class 0380), an Instinct MI300X by default."""
     return device(bus_id, "amd", device_id, "0x038000", driver, numa_node, None, vram_bytes)

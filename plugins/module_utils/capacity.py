@@ -1,0 +1,367 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a fleet of exo nodes can serve: exo's memory-weighted ring over the instances, per model.
+
+exo e4238f9ef splits a model's layers over its nodes by the memory each one advertises
+(exo/topology/ring_memory_weighted_partitioning_strategy.py), rounds the shares to layers
+(exo/topology/partitioning_strategy.py, map_partitions_to_shards) and hands each node the shard at
+its own position in that list (exo/orchestration/node.py, get_current_shard). Each node then loads
+its layers' weights, the embedding on the first shard and the output head on the last
+(exo/inference/tinygrad/tinygrad_helpers.py, load; exo/download/hf/hf_helpers.py, get_allow_patterns),
+and keeps a KV cache per prompt for its layers (exo/inference/tinygrad/stateful_model.py).
+
+fleet() takes every host's device facts and the instances the node planner gives it, and returns,
+for every model of exo's model cards, whether each node's share fits in its memory less a headroom,
+and for a model that does not fit, what is missing. docs/fleet-report.md describes it in words.
+Every size below cites the file and line of exo e4238f9ef it comes from.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+MIB = 1024 * 1024
+EXO = "exo e4238f9ef"
+HEADROOM = 0.10
+HEADROOM_RANGE = (0.0, 0.9)
+
+# exo's tinygrad engine's parameter sets (MODEL_PARAMS) and whether the output head is the embedding.
+PARAMETER_SETS = {
+    "1B": {"dim": 2048, "n_heads": 32, "n_kv_heads": 8, "n_layers": 16, "vocab_size": 128256, "hidden_dim": 8192,
+           "tie_word_embeddings": True, "source": "exo/inference/tinygrad/inference.py:27-31"},
+    "3B": {"dim": 3072, "n_heads": 24, "n_kv_heads": 8, "n_layers": 28, "vocab_size": 128256, "hidden_dim": 8192,
+           "tie_word_embeddings": True, "source": "exo/inference/tinygrad/inference.py:32-36"},
+    "8B": {"dim": 4096, "n_heads": 32, "n_kv_heads": 8, "n_layers": 32, "vocab_size": 128256, "hidden_dim": 14336,
+           "tie_word_embeddings": False, "source": "exo/inference/tinygrad/inference.py:37"},
+    "70B": {"dim": 8192, "n_heads": 64, "n_kv_heads": 8, "n_layers": 80, "vocab_size": 128256, "hidden_dim": 28672,
+            "tie_word_embeddings": False, "source": "exo/inference/tinygrad/inference.py:38"},
+}
+# The engine picks the set from the model id; the first rule whose text is in the id wins.
+PARAMETER_SET_RULES = (("1b", "1B"), ("3b", "3B"), ("8b", "8B"), ("", "70B"))
+PARAMETER_SET_RULE_SOURCE = "exo/inference/tinygrad/inference.py:151"
+
+# The model cards with a repository for the tinygrad engine: id, layers, repository, source.
+MODELS = (
+    ("llama-3.2-1b", 16, "unsloth/Llama-3.2-1B-Instruct", "exo/models.py:13-17"),
+    ("llama-3.2-1b-8bit", 16, "unsloth/Llama-3.2-1B-Instruct", "exo/models.py:20-24"),
+    ("llama-3.2-3b", 28, "unsloth/Llama-3.2-3B-Instruct", "exo/models.py:27-31"),
+    ("llama-3.2-3b-8bit", 28, "unsloth/Llama-3.2-3B-Instruct", "exo/models.py:34-38"),
+    ("llama-3.2-3b-bf16", 28, "unsloth/Llama-3.2-3B-Instruct", "exo/models.py:41-45"),
+    ("llama-3.1-8b", 32, "mlabonne/Meta-Llama-3.1-8B-Instruct-abliterated", "exo/models.py:48-52"),
+    ("llama-3-8b", 32, "TriAiExperiments/SFR-Iterative-DPO-LLaMA-3-8B-R", "exo/models.py:69-73"),
+    ("llama-3.3-70b", 80, "unsloth/Llama-3.3-70B-Instruct", "exo/models.py:6-10"),
+    ("llama-3.1-70b", 80, "NousResearch/Meta-Llama-3.1-70B-Instruct", "exo/models.py:55-59"),
+    ("llama-3.1-70b-bf16", 80, "NousResearch/Meta-Llama-3.1-70B-Instruct", "exo/models.py:62-66"),
+    ("llama-3-70b", 80, "TriAiExperiments/SFR-Iterative-DPO-LLaMA-3-70B-R", "exo/models.py:76-80"),
+)
+# The other model cards name only MLX's engine (or the dummy one): a tinygrad node cannot serve them.
+OTHER_ENGINES_SOURCE = "exo/models.py:83-154"
+OTHER_ENGINES = (
+    "llama-3.1-405b", "llama-3.1-405b-8bit", "mistral-nemo", "mistral-large", "deepseek-coder-v2-lite",
+    "deepseek-coder-v2.5", "deepseek-v3", "deepseek-v3-3bit", "deepseek-r1", "deepseek-r1-3bit",
+    "deepseek-r1-distill-qwen-1.5b", "deepseek-r1-distill-qwen-1.5b-3bit", "deepseek-r1-distill-qwen-1.5b-6bit",
+    "deepseek-r1-distill-qwen-1.5b-8bit", "deepseek-r1-distill-qwen-1.5b-bf16", "deepseek-r1-distill-qwen-7b",
+    "deepseek-r1-distill-qwen-7b-3bit", "deepseek-r1-distill-qwen-7b-6bit", "deepseek-r1-distill-qwen-7b-8bit",
+    "deepseek-r1-distill-qwen-7b-bf16", "deepseek-r1-distill-qwen-14b", "deepseek-r1-distill-qwen-14b-3bit",
+    "deepseek-r1-distill-qwen-14b-6bit", "deepseek-r1-distill-qwen-14b-8bit", "deepseek-r1-distill-qwen-14b-bf16",
+    "deepseek-r1-distill-qwen-32b", "deepseek-r1-distill-qwen-32b-3bit", "deepseek-r1-distill-qwen-32b-6bit",
+    "deepseek-r1-distill-qwen-32b-8bit", "deepseek-r1-distill-qwen-32b-bf16", "deepseek-r1-distill-llama-8b",
+    "deepseek-r1-distill-llama-8b-3bit", "deepseek-r1-distill-llama-8b-6bit", "deepseek-r1-distill-llama-8b-8bit",
+    "deepseek-r1-distill-llama-8b-bf16", "deepseek-r1-distill-llama-70b", "deepseek-r1-distill-llama-70b-3bit",
+    "deepseek-r1-distill-llama-70b-6bit", "deepseek-r1-distill-llama-70b-8bit", "llava-1.5-7b-hf", "qwen-2.5-0.5b",
+    "qwen-2.5-1.5b", "qwen-2.5-coder-1.5b", "qwen-2.5-3b", "qwen-2.5-coder-3b", "qwen-2.5-7b", "qwen-2.5-coder-7b",
+    "qwen-2.5-math-7b", "qwen-2.5-14b", "qwen-2.5-coder-14b", "qwen-2.5-32b", "qwen-2.5-coder-32b", "qwen-2.5-72b",
+    "qwen-2.5-math-72b", "nemotron-70b", "nemotron-70b-bf16", "gemma2-9b", "gemma2-27b", "stable-diffusion-2-1-base",
+    "phi-3.5-mini", "phi-4", "dummy",
+)
+# The repositories hold bfloat16; fix_bf16 casts to float16 on a GPU and to float32 on tinygrad's
+# CPU backend (CLANG at exo's tinygrad), so a CPU node needs twice the bytes.
+DTYPE_BYTES = {"gpu": 2, "cpu": 4}
+DTYPE_SOURCE = "exo/inference/tinygrad/models/llama.py:316-325"
+# Every node's KV cache spans exo's max_context, for each of the prompts the engine keeps.
+MAX_CONTEXT = 8192
+MAX_CONTEXT_SOURCE = "exo/inference/tinygrad/inference.py:45"
+PROMPT_STATES = 2
+PROMPT_STATES_SOURCE = "exo/inference/tinygrad/inference.py:72; exo/inference/tinygrad/stateful_model.py:6"
+
+# Host states that keep a host out of the ring until someone acts, and what to tell them.
+EXCLUSIONS = {
+    "no_facts": "no device facts (unreachable, or the probe did not run)",
+    "driver_needed": "needs an NVIDIA driver",
+    "pending_reboot": "needs a reboot (NVML: Driver/library version mismatch)",
+    "plan_errors": "the node planner refuses its settings",
+}
+
+
+def parameter_set(model_id):
+    """The tinygrad engine's parameter set for a model id, by exo's own rule."""
+    lowered = model_id.lower()
+    return next(name for text, name in PARAMETER_SET_RULES if text in lowered)
+
+
+def layer_parameters(p):
+    """Parameters of one transformer block: attention, SwiGLU feed-forward, two norms."""
+    head_dim = p["dim"] // p["n_heads"]
+    attention = 2 * p["dim"] * p["n_heads"] * head_dim + 2 * p["dim"] * p["n_kv_heads"] * head_dim
+    return attention + 3 * p["dim"] * p["hidden_dim"] + 2 * p["dim"]
+
+
+def model_sizes():
+    """The table of model sizes: one row per model a tinygrad node can serve, with sources."""
+    rows = []
+    for model_id, layers, repo, source in MODELS:
+        name = parameter_set(model_id)
+        p = PARAMETER_SETS[name]
+        embedding = p["vocab_size"] * p["dim"]
+        parameters = layers * layer_parameters(p) + embedding + p["dim"] + (0 if p["tie_word_embeddings"] else embedding)
+        rows.append({
+            "model": model_id, "repo": repo, "layers": layers, "parameter_set": name, "parameters": parameters,
+            "layer_parameters": layer_parameters(p), "dtype_bytes": DTYPE_BYTES["gpu"],
+            "dtype_bytes_cpu": DTYPE_BYTES["cpu"], "weights_mib": round(parameters * DTYPE_BYTES["gpu"] / MIB),
+            "sources": {"layers": source, "repo": source, "parameter_set": PARAMETER_SET_RULE_SOURCE,
+                        "parameters": p["source"], "dtype_bytes": DTYPE_SOURCE},
+        })
+    return rows
+
+
+# ---- exo's partitioning -------------------------------------------------------------------------
+
+def partition(nodes):
+    """exo's ring: [(node_id, start, end)] from [(node_id, memory)], largest memory first.
+
+    Shares are fractions of 1 rounded to 5 places at each step, as exo does.
+    """
+    ordered = sorted(nodes, key=lambda node: (node[1], node[0]), reverse=True)
+    total = sum(node[1] for node in ordered)
+    partitions, start = [], 0
+    for node_id, memory in ordered:
+        end = round(start + memory / total, 5)
+        partitions.append((node_id, start, end))
+        start = end
+    return partitions
+
+
+def shards(partitions, n_layers):
+    """exo's layer ranges [(start_layer, end_layer)] for partitions; empty ones are dropped."""
+    ranges = []
+    for i, (_node_id, start, end) in enumerate(partitions):
+        first, last = int(start * n_layers), int(end * n_layers) - 1
+        if i == len(partitions) - 1:
+            last = n_layers - 1
+        if first <= last:
+            ranges.append((first, last))
+    if ranges and ranges[-1][1] < n_layers - 1:
+        ranges[-1] = (ranges[-1][0], n_layers - 1)
+    return ranges
+
+
+def assignment(nodes, n_layers):
+    """[(node_id, own, taken)] in ring order: the layers exo computes for a node, and those it takes.
+
+    exo drops an empty shard and still indexes the list by the node's position in the ring, so
+    after a node too small for one layer each later node takes the next one's layers and the last
+    takes none (None).
+    """
+    parts = partition(nodes)
+    ranges = shards(parts, n_layers)
+    rows = []
+    for i, (node_id, start, end) in enumerate(parts):
+        first, last = int(start * n_layers), (int(end * n_layers) - 1 if i < len(parts) - 1 else n_layers - 1)
+        rows.append((node_id, (first, last) if first <= last else None, ranges[i] if i < len(ranges) else None))
+    return rows
+
+
+# ---- what a node needs ----------------------------------------------------------------------------
+
+def share_bytes(p, n_layers_held, is_first, is_last, dtype_bytes):
+    """Bytes a node needs for n_layers_held layers of parameter set p (every layer of a set is the same size)."""
+    head_dim = p["dim"] // p["n_heads"]
+    embedding = p["vocab_size"] * p["dim"]
+    parameters = n_layers_held * layer_parameters(p)
+    if is_first:
+        parameters += embedding
+    if is_last and not (is_first and p["tie_word_embeddings"]):
+        parameters += embedding
+    if is_last:
+        parameters += p["dim"]
+    kv_cache = n_layers_held * PROMPT_STATES * 2 * MAX_CONTEXT * p["n_kv_heads"] * head_dim
+    return (parameters + kv_cache) * dtype_bytes
+
+
+def _mib(value):
+    return int(round(value / MIB))
+
+
+def serve(model, nodes, headroom=HEADROOM):
+    """Whether exo's ring over nodes serves model (a row of model_sizes()).
+
+    nodes: [{"node_id", "memory_mib", "dtype_bytes", ...}]; the other keys are kept in the shares.
+    """
+    p = PARAMETER_SETS[model["parameter_set"]]
+    layers = model["layers"]
+    by_id = dict((n["node_id"], n) for n in nodes)
+    shares, tight, empty, unassigned = [], [], [], []
+    for node_id, own, held in assignment([(n["node_id"], n["memory_mib"]) for n in nodes], layers):
+        node = by_id[node_id]
+        usable = int(node["memory_mib"] * (1 - headroom))
+        share = dict(node, usable_mib=usable, start_layer=None, end_layer=None, layers=0, need_mib=0, fits=False)
+        if own is None:
+            empty.append(node_id)
+        if held is None:
+            unassigned.append(node_id)
+        else:
+            first, last = held
+            need = _mib(share_bytes(p, last - first + 1, first == 0, last == layers - 1, node["dtype_bytes"]))
+            share.update(start_layer=first, end_layer=last, layers=last - first + 1, need_mib=need,
+                         fits=need <= usable)
+            if not share["fits"]:
+                tight.append(node_id)
+        shares.append(share)
+    need = sum(s["need_mib"] for s in shares)
+    short = sum(max(0, s["need_mib"] - s["usable_mib"]) for s in shares if s["start_layer"] is not None)
+    fits = bool(nodes) and not tight and not empty
+    return {
+        "model": model["model"], "parameter_set": model["parameter_set"], "layers": layers,
+        "parameters": model["parameters"], "weights_mib": model["weights_mib"], "serves": fits,
+        "need_mib": need, "usable_mib": sum(s["usable_mib"] for s in shares), "short_mib": short,
+        "tight": tight, "empty": empty, "unassigned": unassigned, "shares": shares,
+    }
+
+
+# ---- the fleet ------------------------------------------------------------------------------------
+
+def _gpu_row(gpu):
+    flops = gpu.get("flops") or {}
+    row = {"index": gpu.get("index"), "name": gpu.get("name"), "chip": gpu.get("chip"),
+           "memory_mib": gpu.get("memory_mib"), "uuid": gpu.get("uuid"), "pci_bus_id": gpu.get("pci_bus_id"),
+           "fp16_tflops": flops.get("fp16"), "fp32_tflops": flops.get("fp32"), "flops_source": flops.get("source"),
+           "mig": bool((gpu.get("mig") or {}).get("enabled"))}
+    health = gpu.get("health")
+    if isinstance(health, dict):  # published by newer probes: a verdict and its reasons
+        row["health"] = health.get("verdict")
+        row["health_reasons"] = list(health.get("reasons") or [])
+    return row
+
+
+def _exclusion(facts, plan):
+    """(key, detail) when the host stays out of the ring, else None."""
+    if not facts:
+        return "no_facts", None
+    if (facts.get("nvml") or {}).get("status") == "version_mismatch":
+        return "pending_reboot", (facts["nvml"].get("message") or None)
+    if facts.get("driver_needed"):
+        return "driver_needed", facts.get("driver_reason")
+    if plan["errors"]:
+        return "plan_errors", "; ".join(plan["errors"])
+    return None
+
+
+def host_row(host, facts, plan):
+    """The report's view of a host: its hardware, its state and its instances."""
+    facts = facts or {}
+    nvml = facts.get("nvml") or {}
+    exo = facts.get("exo") or {}
+    excluded = _exclusion(facts, plan)
+    gpus = [_gpu_row(g) for g in facts.get("gpus") or []]
+    row = {
+        "host": host,
+        "backend": facts.get("backend"),
+        "fallback_reason": facts.get("fallback_reason"),
+        "nvml_status": nvml.get("status"),
+        "driver_version": nvml.get("driver_version"),
+        "driver_needed": facts.get("driver_needed"),
+        "driver_reason": facts.get("driver_reason"),
+        "pending_reboot": nvml.get("status") == "version_mismatch",
+        "memory_mib": (facts.get("host") or {}).get("memory_mib"),
+        "exo_chip": exo.get("chip"),
+        "exo_memory_mib": exo.get("memory"),
+        "gpus": gpus,
+        "gpu_memory_mib": sum(g["memory_mib"] or 0 for g in gpus),
+        "errors": len(facts.get("errors") or []),
+        "excluded": excluded[0] if excluded else None,
+        "excluded_reason": (EXCLUSIONS[excluded[0]] + (": %s" % excluded[1] if excluded[1] else "")) if excluded else None,
+        "instances": [],
+    }
+    if not excluded:
+        for instance in plan["instances"]:
+            kind = "cpu" if instance["kind"] == "cpu" or facts.get("backend") == "cpu" else "gpu"
+            label = "CPU" if instance["kind"] == "cpu" else "GPU %s%s" % (
+                instance["gpu_index"], " MIG %s" % instance["name"][4:12] if instance["kind"] == "mig" else "")
+            row["instances"].append({
+                "host": host, "node_id": instance["node_id"], "instance": instance["name"], "kind": instance["kind"],
+                "label": label,
+                "chip": instance["capabilities"]["chip"], "memory_mib": int(instance["capabilities"]["memory"]),
+                "dtype_bytes": DTYPE_BYTES[kind],
+            })
+    return row
+
+
+def check_headroom(headroom):
+    """The headroom as a float, or ValueError with a message for the user."""
+    try:
+        value = float(headroom)
+    except (TypeError, ValueError):
+        raise ValueError("the headroom is %r; give a fraction of each node's memory, such as 0.1" % (headroom,))
+    if isinstance(headroom, bool) or not HEADROOM_RANGE[0] <= value <= HEADROOM_RANGE[1]:
+        raise ValueError("the headroom is %r; it must be a fraction from %s to %s" % ((headroom,) + HEADROOM_RANGE))
+    return value
+
+
+def fleet(hosts, headroom=HEADROOM):
+    """What the fleet can serve.
+
+    hosts: [{"host", "facts" (device_capabilities or None), "plan" (node_plan.plan()'s result)}].
+    Returns {"headroom", "hosts", "nodes", "models", "largest", "excluded", "other_engines", "sources"}.
+    """
+    headroom = check_headroom(headroom)
+    rows = [host_row(h["host"], h["facts"], h["plan"]) for h in hosts]
+    nodes = [i for row in rows for i in row["instances"]]
+    excluded = [{"host": r["host"], "reason": r["excluded"], "detail": r["excluded_reason"],
+                 "gpu_memory_mib": r["gpu_memory_mib"]} for r in rows if r["excluded"]]
+    models = []
+    for model in model_sizes():
+        verdict = serve(model, nodes, headroom)
+        verdict["missing"] = _missing(verdict, excluded)
+        models.append(verdict)
+    ring = sorted(nodes, key=lambda n: (n["memory_mib"], n["node_id"]), reverse=True)  # exo's order
+    served = [m for m in models if m["serves"]]
+    largest = max(served, key=lambda m: (m["parameters"], m["model"]))["model"] if served else None
+    return {
+        "exo": EXO,
+        "headroom": headroom,
+        "hosts": rows,
+        "nodes": [dict(n, order=i) for i, n in enumerate(ring)],
+        "models": models,
+        "largest": largest,
+        "excluded": excluded,
+        "other_engines": list(OTHER_ENGINES),
+        "sources": {"models": "exo/models.py", "other_engines": OTHER_ENGINES_SOURCE, "dtype_bytes": DTYPE_SOURCE,
+                    "max_context": MAX_CONTEXT_SOURCE, "prompt_states": PROMPT_STATES_SOURCE,
+                    "parameter_set": PARAMETER_SET_RULE_SOURCE,
+                    "partitioning": "exo/topology/ring_memory_weighted_partitioning_strategy.py; "
+                                    "exo/topology/partitioning_strategy.py"},
+    }
+
+
+def _missing(verdict, excluded):
+    """Sentences saying what keeps a model from being served; empty when it is."""
+    if verdict["serves"]:
+        return []
+    missing = []
+    if not verdict["shares"]:
+        missing.append("no node can run exo: every host is excluded or has no instance")
+    if verdict["short_mib"]:
+        missing.append("%d MiB short on %d node(s)" % (verdict["short_mib"], len(verdict["tight"])))
+    for share in verdict["shares"]:
+        if share["start_layer"] is not None and not share["fits"]:
+            missing.append("%s %s: layers %d-%d need %d MiB, %d MiB usable" % (
+                share["host"], share["label"], share["start_layer"], share["end_layer"], share["need_mib"],
+                share["usable_mib"]))
+    names = dict((s["node_id"], "%s %s" % (s["host"], s["label"])) for s in verdict["shares"])
+    for node_id in verdict["empty"]:
+        missing.append("%s: its share rounds to no layer, so exo drops that shard, each later node takes the next one's "
+                       "layers and %s takes none (exo/orchestration/node.py:463-468); leave the smallest nodes out"
+                       % (names[node_id], ", ".join(names[n] for n in verdict["unassigned"]) or "the last"))
+    if excluded:
+        missing.append("left out of the ring: %s" % ", ".join(
+            "%s (%s)" % (host["host"], host["reason"].replace("_", " ")) for host in excluded))
+    return missing

@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The exo unit starts after the driver's services: nvidia-persistenced pulled in and ordered, the fabric
+manager ordered only (the driver role enables it where NVSwitch is), and the unit still verifies on a host
+that has neither."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import shutil
+import subprocess
+
+import jinja2
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLE = os.path.join(REPO, "roles", "node")
+
+
+def rendered():
+    with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
+                             keep_trailing_newline=True, trim_blocks=True)
+    env.filters["comment"] = lambda text: "#\n# %s\n#" % text
+    return env.get_template("exo@.service.j2").render(ansible_managed="Ansible managed", **defaults)
+
+
+def unit_list(text, section, key):
+    """Every unit named by key in section, as systemd adds up repeated lines."""
+    names, current = [], None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            current = line
+        elif current == section and line.startswith(key + "="):
+            names += line.split("=", 1)[1].split()
+    return names
+
+
+def test_exo_starts_after_the_drivers_services():
+    text = rendered()
+    after, wants = unit_list(text, "[Unit]", "After"), unit_list(text, "[Unit]", "Wants")
+    assert {"nvidia-persistenced.service", "nvidia-fabricmanager.service", "network-online.target"} <= set(after)
+    assert "nvidia-persistenced.service" in wants
+    # Pulling the fabric manager in would start it on hosts without NVSwitch, where it fails.
+    assert "nvidia-fabricmanager.service" not in wants
+
+
+@pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="needs systemd-analyze")
+def test_the_unit_verifies_where_neither_service_exists(tmp_path):
+    unit = tmp_path / "exo@cpu.service"
+    unit.write_text(rendered().replace("ExecStart=", "ExecStart=/bin/true #", 1))
+    proc = subprocess.run(["systemd-analyze", "verify", str(unit)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False,
+                          env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % tmp_path))
+    assert "nvidia" not in proc.stdout, proc.stdout
