@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The driver role's planner as a filter: driver_plan (documented in driver_plan.yml beside this file)."""
+"""The driver role's planner as filters: driver_plan (the decision and the plan) and driver_outcome (what the
+install steps found), documented in the .yml files beside this one."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -12,6 +13,12 @@ def driver_plan(facts, settings, host, connection=None):
     return planner.plan(facts, settings, host, connection=connection)
 
 
+def driver_outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None,
+                   verified=None):
+    return planner.outcome(policy, selections=selections, module_list=module_list, sb_state=sb_state,
+                           sb_efivar=sb_efivar, modprobe=modprobe, verified=verified)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"driver_plan": driver_plan}
+        return {"driver_plan": driver_plan, "driver_outcome": driver_outcome}

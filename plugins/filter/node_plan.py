@@ -1,11 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node role's planner as filters: node_plan (one host's instances) and node_cluster (the cluster)."""
+"""The node role's planner as filters: node_plan (one host's instances), node_cluster (the cluster),
+node_outcome (what a run found: missing device nodes, exposure figures, the instances to restart) and
+node_python (the Python that makes exo's virtualenv on the host's platform)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.exo.plugins.module_utils import node_plan as planner
+from ansible_collections.gpufleet.exo.plugins.module_utils import node_python as pythons
 
 
 def node_plan(facts, settings, host, existing=None, account=None, mig_minors_text=None, mig_minors_error=None,
@@ -23,6 +26,18 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
     return {"peers": peers, "errors": errors}
 
 
+def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
+                 all_changed=False, started=None, mtimes=None):
+    return planner.outcome(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
+                           security=security, changed=changed, all_changed=all_changed, started=started,
+                           mtimes=mtimes)
+
+
+def node_python(facts, python, distribution_python, min_version, max_version):
+    return pythons.choose(facts, python, distribution_python, min_version, max_version)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"node_plan": node_plan, "node_cluster": node_cluster}
+        return {"node_plan": node_plan, "node_cluster": node_cluster, "node_outcome": node_outcome,
+                "node_python": node_python}

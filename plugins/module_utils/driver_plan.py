@@ -13,13 +13,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
-import json
 import math
 import re
 
-from ansible.module_utils.common.validation import check_type_bool, check_type_float, check_type_int
+from ansible.module_utils.common.validation import check_type_bool, check_type_float
 
 from ansible_collections.gpufleet.exo.plugins.module_utils import driver_distributions as distributions
+from ansible_collections.gpufleet.exo.plugins.module_utils._settings import SettingError, as_bool, as_number, show
+from ansible_collections.gpufleet.exo.plugins.module_utils.driver_packages import module_streams
 from ansible_collections.gpufleet.exo.plugins.module_utils.decide import DRIVER_MISSING, nvidia_gpus
 
 # The decision table: case -> (action, reason). The first case that applies wins (see classify).
@@ -98,49 +99,20 @@ FACTS_HINT = ("gather them again with gpufleet.exo.device_facts from this collec
               "(exo_driver_probe: always makes the role run it)")
 
 
-class SettingError(Exception):
-    """A value the role cannot use; the message says what it is and what to do."""
-
-
-def _show(value):
-    return json.dumps(value, sort_keys=True, default=str)
-
-
 # ---- settings -----------------------------------------------------------------------------------
-
-def _as_bool(name, value):
-    try:
-        return check_type_bool(value)
-    except TypeError:
-        raise SettingError("%s is %s; give true or false" % (name, _show(value)))
-
-
-def _as_int(name, value, bounds):
-    try:
-        if isinstance(value, bool):
-            raise TypeError(value)
-        number = check_type_int(value.strip() if isinstance(value, str) else value)
-    except TypeError:
-        raise SettingError("%s is %s, not a whole number; give one such as %s" % (name, _show(value), DEFAULTS[name]))
-    low, high = bounds
-    if number < low or (high is not None and number > high):
-        raise SettingError("%s is %s; it must be %s" % (
-            name, _show(value), "%d or more" % low if high is None else "from %d to %d" % (low, high)))
-    return number
-
 
 def _as_branch(name, value):
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise SettingError("%s is %s; give a branch number such as 580" % (name, _show(value)))
+        raise SettingError("%s is %s; give a branch number such as 580" % (name, show(value)))
     text = str(value).strip()
     if re.match(r"^[0-9]+$", text):
         return text
     if re.match(r"^[0-9]+(\.[0-9]+)+$", text):
         raise SettingError("%s is %s, a driver version; give its branch, the first number: %s"
-                           % (name, _show(value), text.split(".", 1)[0]))
-    raise SettingError("%s is %s, which is not a branch number such as 580" % (name, _show(value)))
+                           % (name, show(value), text.split(".", 1)[0]))
+    raise SettingError("%s is %s, which is not a branch number such as 580" % (name, show(value)))
 
 
 def _as_packages(name, value):
@@ -148,11 +120,11 @@ def _as_packages(name, value):
     if isinstance(value, str):
         value = [entry.strip() for entry in value.split(",") if entry.strip()]
     if not isinstance(value, list):
-        raise SettingError("%s is %s; give a list of package names" % (name, _show(value)))
+        raise SettingError("%s is %s; give a list of package names" % (name, show(value)))
     bad = [entry for entry in value if not isinstance(entry, str) or not PACKAGE_RE.match(entry)]
     if bad:
         raise SettingError("%s has %s, which %s not a package name; give names such as nvidia-settings"
-                           % (name, ", ".join(_show(entry) for entry in bad), "is" if len(bad) == 1 else "are"))
+                           % (name, ", ".join(show(entry) for entry in bad), "is" if len(bad) == 1 else "are"))
     return list(value)
 
 
@@ -160,13 +132,13 @@ def _as_probe_options(name, value):
     # The role probes with these before it can check them, so only a mapping reaches the module.
     if not isinstance(value, dict):
         raise SettingError("%s is %s; give a mapping of gpufleet.exo.device_facts options, for example "
-                           "-e '{\"%s\": {\"tinygrad\": false}}'" % (name, _show(value), name))
+                           "-e '{\"%s\": {\"tinygrad\": false}}'" % (name, show(value), name))
     options = {}
     for key in sorted(value):
         kind = PROBE_OPTIONS.get(key)
         if kind is None:
             raise SettingError("%s sets %s, which is not an option of gpufleet.exo.device_facts; its options are %s"
-                               % (name, _show(key), ", ".join(sorted(PROBE_OPTIONS))))
+                               % (name, show(key), ", ".join(sorted(PROBE_OPTIONS))))
         given = value[key]
         try:
             if kind == "bool":
@@ -181,15 +153,15 @@ def _as_probe_options(name, value):
                 options[key] = given
         except TypeError:
             wanted = {"bool": "true or false", "float": "a number of seconds above 0", "path": "an absolute path"}
-            raise SettingError("%s.%s is %s; give %s" % (name, key, _show(given), wanted[kind]))
+            raise SettingError("%s.%s is %s; give %s" % (name, key, show(given), wanted[kind]))
     return options
 
 
 def _setting(name, kind, rule, value):
     if kind == "bool":
-        return _as_bool(name, value)
+        return as_bool(name, value)
     if kind == "int":
-        return _as_int(name, value, rule)
+        return as_number(name, value, rule, example=DEFAULTS[name])
     if kind == "branch":
         return _as_branch(name, value)
     if kind == "packages":
@@ -202,19 +174,19 @@ def _setting(name, kind, rule, value):
         try:
             return check_type_bool(value)
         except TypeError:
-            raise SettingError("%s is %s; give auto, true or false" % (name, _show(value)))
+            raise SettingError("%s is %s; give auto, true or false" % (name, show(value)))
     if kind == "optional_url" and value is None:
         return None
     if not isinstance(value, str):
-        raise SettingError("%s is %s; give a string" % (name, _show(value)))
+        raise SettingError("%s is %s; give a string" % (name, show(value)))
     if kind == "choice" and value not in rule:
-        raise SettingError("%s is %s; choose one of %s" % (name, _show(value), ", ".join(rule)))
+        raise SettingError("%s is %s; choose one of %s" % (name, show(value), ", ".join(rule)))
     if kind in ("url", "optional_url") and not URL_RE.match(value):
         raise SettingError("%s is %s, which is not a URL; give one such as %s"
-                           % (name, _show(value), DEFAULTS[name] or "http://archive.ubuntu.com/ubuntu"))
+                           % (name, show(value), DEFAULTS[name] or "http://archive.ubuntu.com/ubuntu"))
     if kind == "file_name" and not re.match(r"^[^\s/]+$", value):
         raise SettingError("%s is %s; give a file name under the repository URL, such as %s"
-                           % (name, _show(value), DEFAULTS[name]))
+                           % (name, show(value), DEFAULTS[name]))
     return value
 
 
@@ -244,10 +216,10 @@ def check_facts(caps):
     """Problems that make device_capabilities unusable here; empty when they follow schema 1."""
     if not isinstance(caps, dict):
         return ["ansible_facts.device_capabilities is %s, not the facts of gpufleet.exo.device_facts; %s"
-                % (_show(caps)[:80], FACTS_HINT)]
+                % (show(caps)[:80], FACTS_HINT)]
     if caps.get("schema_version") != 1:
         return ["ansible_facts.device_capabilities has schema_version %s; this role reads schema 1 (docs/facts.md); %s"
-                % (_show(caps["schema_version"]) if "schema_version" in caps else "(missing)", FACTS_HINT)]
+                % (show(caps["schema_version"]) if "schema_version" in caps else "(missing)", FACTS_HINT)]
     shapes = (("pci", list), ("nvml", dict), ("gpus", list), ("driver_needed", bool), ("driver_reason", str))
     lacking = [key for key, shape in shapes if not isinstance(caps.get(key), shape)]
     if lacking:
@@ -262,7 +234,7 @@ def check_facts(caps):
                           if not isinstance(device, dict) or not isinstance(device.get(key), str)]
         if device_lacking:
             return ["ansible_facts.device_capabilities.pci entry %s lacks %s (partial or foreign facts); %s"
-                    % (_show(device)[:80], ", ".join(device_lacking), FACTS_HINT)]
+                    % (show(device)[:80], ", ".join(device_lacking), FACTS_HINT)]
     return []
 
 
@@ -468,7 +440,7 @@ def _distribution_plan(host, facts, s, raw, the_decision, kernel_module, problem
         return None, None
 
     def problem(name, text):
-        given = ("%s is %s: " % (name, _show(raw.get(name, DEFAULTS.get(name))))) if name else ""
+        given = ("%s is %s: " % (name, show(raw.get(name, DEFAULTS.get(name))))) if name else ""
         problems.append("host %s: %s%s" % (host, given, text))
 
     branch = s["exo_driver_branch"] or release["default_branch"]
@@ -519,11 +491,25 @@ def _reboot_blocker(s, host, connection, container):
     return None
 
 
+def _messages(facts, s, the_decision, plan_):
+    """The messages the install steps may need, worded once the plan is known."""
+    return {
+        "space_problems": space_problems(facts.get("mounts"), s["exo_driver_min_free_mib"]),
+        "secure_boot_advice": secure_boot_advice(plan_, facts.get("distribution")),
+        "would_install": "would install " + " ".join(plan_["kernel_packages"] + plan_["packages"]),
+        "upgrade_reboot_reason": "the running nvidia module is %s; branch %s loads at the next boot"
+                                 % (the_decision["driver_version"], plan_["branch"]),
+        "nouveau_reboot_reason": "nouveau holds %s until a reboot (blacklisted in %s)"
+                                 % (", ".join(the_decision["nouveau"] or []), NOUVEAU_CONF),
+    }
+
+
 def plan(facts, raw_settings, host, connection=None):
     """What the driver role does on this host; see the module docstring and plugins/filter/driver_plan.yml."""
     result = {"errors": [], "settings": None, "decision": None, "plan": None, "package_check": None,
               "kernel_module": None, "reboot_required": False, "reboot_reason": None, "reboot_blocker": None,
-              "notes": [], "nvidia_module": None, "persistenced_service": "nvidia-persistenced"}
+              "notes": [], "nvidia_module": None, "persistenced_service": "nvidia-persistenced", "messages": {},
+              "summary": None, "nouveau_conf": NOUVEAU_CONF}
     raw = dict(raw_settings or {})
     values, errors = check_settings(raw)
     errors += check_facts((facts or {}).get("device_capabilities"))
@@ -548,7 +534,141 @@ def plan(facts, raw_settings, host, connection=None):
         result["errors"] = problems
         if result["plan"]:
             result["persistenced_service"] = result["plan"]["persistenced_service"]
+            result["messages"] = _messages(facts, values, the_decision, result["plan"])
         if the_decision["nouveau"] and kernel_module and not values["exo_driver_blacklist_nouveau"]:
             result["notes"].append("nouveau holds %s and exo_driver_blacklist_nouveau is false: the nvidia module "
                                    "cannot take it" % ", ".join(the_decision["nouveau"]))
+    result["summary"] = {"action": the_decision["action"], "why": the_decision["reason"],
+                         "nvml": the_decision["nvml_status"], "gpus": the_decision["gpus"],
+                         "passthrough (left alone)": the_decision["passthrough"]}
+    if result["plan"]:
+        result["summary"]["plan"] = result["plan"]
     return result
+
+
+# Where the nouveau blacklist goes; the same path on every supported distribution.
+NOUVEAU_CONF = "/etc/modprobe.d/gpufleet-exo-nouveau.conf"
+
+
+# ---- what a run of the role found ---------------------------------------------------------------
+
+# Where packages and modules go: each must have exo_driver_min_free_mib free.
+SPACE_PATHS = ("/usr", "/var", "/tmp")
+MIB = 1024 * 1024
+# Packages of a driver branch that apt may hold: those of the branch being replaced are released.
+HELD_RE = re.compile(r"^(nvidia|libnvidia|libcuda|linux-modules-nvidia)\S* hold$")
+# Why the kernel module is not loaded after the role ran, by cause (see verify()).
+UNLOADED_WHY = {
+    "container": "the nvidia kernel module is not loaded because this host is a %(container)s container: it shares "
+                 "the kernel (%(kernel)s) of the machine it runs on, so the module must be installed and loaded on "
+                 "that machine and its /dev/nvidia* devices passed into the container. User space is installed here.",
+    "userspace_only": "the nvidia kernel module is not loaded: exo_driver_kernel_module is false, so only user space "
+                      "was installed. Install the module for kernel %(kernel)s by other means.",
+    "reboot_pending": "the nvidia kernel module is not loaded yet: reboot pending (%(reboot_reason)s)",
+    "module_missing": "the nvidia kernel module is not loaded and modprobe cannot find it for kernel %(kernel)s: DKMS "
+                      "did not build it (see `dkms status` and /var/lib/dkms/nvidia*/*/build/make.log).",
+}
+
+
+def space_problems(mounts, min_free_mib, paths=SPACE_PATHS):
+    """A problem per file system holding one of paths with less than min_free_mib free (ansible_facts.mounts)."""
+    problems, seen = [], set()
+    for path in paths:
+        holding = [m for m in mounts or [] if path == m.get("mount") or path.startswith(m.get("mount", "").rstrip("/") + "/")]
+        if not holding:
+            continue
+        mount = max(holding, key=lambda m: len(m["mount"]))
+        free = int(mount.get("size_available") or 0) // MIB
+        if mount["mount"] not in seen and free < min_free_mib:
+            problems.append("%s has %d MiB free; the driver needs %d MiB (exo_driver_min_free_mib): free some space "
+                            "first" % (mount["mount"], free, min_free_mib))
+        seen.add(mount["mount"])
+    return problems
+
+
+def secure_boot_advice(plan_, distribution):
+    """What to do when Secure Boot would refuse the DKMS-built module."""
+    return ("Secure Boot is on and the key that signs DKMS modules (%s) is not enrolled, so the kernel would refuse "
+            "the nvidia module. Either enroll it: after the install run `mokutil --import %s`, reboot and confirm the "
+            "enrollment at the console; or turn Secure Boot off in the firmware%s. exo_driver_secure_boot: continue "
+            "installs anyway." % (plan_["mok_key"], plan_["mok_key"],
+                                  "; or use Canonical's signed modules (exo_driver_ubuntu_modules: prebuilt)"
+                                  if distribution == "Ubuntu" else ""))
+
+
+def secure_boot_on(sb_state, efivar):
+    """Whether Secure Boot is on, from `mokutil --sb-state` and the EFI variable's byte (od's output)."""
+    return "SecureBoot enabled" in (sb_state or "") or (efivar or "").strip() == "1"
+
+
+def held_to_release(selections, hold):
+    """The held driver packages (dpkg-query lines "name want") of another branch than the plan's hold list."""
+    return [line.split()[0] for line in selections or []
+            if HELD_RE.match(line) and line.split()[0] not in hold]
+
+
+def stream_enabled(module_list, stream):
+    """Whether `dnf module list --enabled nvidia-driver` shows the plan's stream (nvidia-driver:<stream>)."""
+    return stream.split(":", 1)[1] in module_streams(module_list or "")
+
+
+def after_modprobe(stderr, mok_key):
+    """(reboot_required, reboot_reason, module_missing) when `modprobe nvidia` failed with stderr."""
+    stderr = stderr or ""
+    refused = "Key was rejected" in stderr
+    absent = "not found" in stderr
+    if refused:
+        reason = ("Secure Boot refused the nvidia module: enroll %s with mokutil --import and confirm it at the console "
+                  "during the reboot" % mok_key)
+    else:
+        reason = "modprobe nvidia failed (%s); it loads at the next boot" % stderr.strip()
+    return {"reboot_required": refused or not absent, "reboot_reason": reason, "module_missing": absent}
+
+
+def verify(policy, before, caps, module_loaded, reboot_required, reboot_reason, module_missing, kernel):
+    """exo_driver_result: NVML before and after the change, and why the driver is not up when it is not."""
+    nvml = caps["nvml"]
+    container = policy["decision"]["container"]
+    if nvml["status"] == "ok":
+        cause = "ok"
+    elif reboot_required:
+        cause = "reboot_pending"
+    elif module_loaded:
+        cause = "unexplained"
+    elif container and not policy["kernel_module"]:
+        cause = "container"
+    elif not policy["kernel_module"]:
+        cause = "userspace_only"
+    elif module_missing:
+        cause = "module_missing"
+    else:
+        cause = "unexplained"
+    if cause == "ok":
+        explanation = "driver %s loaded; NVML sees %d GPU(s)" % (nvml.get("driver_version"), len(caps["gpus"]))
+    else:
+        explanation = "NVML answers %s (%s)" % (nvml["status"], nvml.get("message") or "no message")
+        if cause in UNLOADED_WHY:
+            explanation += ": " + UNLOADED_WHY[cause] % {"container": container, "kernel": kernel,
+                                                         "reboot_reason": reboot_reason}
+    return {"nvml_before": before["status"], "nvml_after": nvml["status"], "nvml_message": nvml.get("message"),
+            "driver_version": nvml.get("driver_version"), "gpus": len(caps["gpus"]), "cause": cause,
+            "explanation": explanation}
+
+
+def outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None, verified=None):
+    """What the install steps found, from what their tasks registered; each part only when its input is given.
+
+    verified: {"before", "caps", "module_loaded", "reboot_required", "reboot_reason", "module_missing", "kernel"}.
+    """
+    plan_ = policy.get("plan") or {}
+    found = {"release": None, "stream_enabled": None, "secure_boot": secure_boot_on(sb_state, sb_efivar),
+             "modprobe": None, "result": None}
+    if selections is not None:
+        found["release"] = held_to_release(selections, plan_.get("hold") or [])
+    if module_list is not None:
+        found["stream_enabled"] = stream_enabled(module_list, plan_["module_stream"])
+    if modprobe is not None:
+        found["modprobe"] = after_modprobe(modprobe, plan_.get("mok_key"))
+    if verified is not None:
+        found["result"] = verify(policy, **verified)
+    return found

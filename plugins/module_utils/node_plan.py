@@ -14,17 +14,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os.path
 import re
 
+from ansible_collections.gpufleet.exo.plugins.module_utils._settings import SettingError, as_bool, as_number, show
 from ansible_collections.gpufleet.exo.plugins.module_utils.decide import cpu_capabilities, gpu_capabilities
 from ansible_collections.gpufleet.exo.plugins.module_utils.health import VERDICTS
 from ansible_collections.gpufleet.exo.plugins.module_utils.nvml import sysfs_bus_id
-
-try:
-    from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_TRUE
-except ImportError:  # pragma: no cover - ansible-core always has it; keeps the file importable alone
-    BOOLEANS_TRUE = frozenset(("y", "yes", "on", "1", "true", "t", 1, 1.0, True))
-    BOOLEANS_FALSE = frozenset(("n", "no", "off", "0", "false", "f", 0, 0.0, False))
 
 # Every GPU instance needs these besides its own /dev/nvidiaN.
 GPU_DEVICES = ["/dev/nvidiactl rw", "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw"]
@@ -101,13 +97,6 @@ OWNED_ENV = {
 ACCOUNT_COMMENT = "exo nodes"
 
 
-class PlanError(Exception):
-    """A setting or fact the planner cannot use; the message is for the user."""
-
-
-def _show(value):
-    return json.dumps(value, sort_keys=True, default=str)
-
 
 # ---- settings -----------------------------------------------------------------------------------
 
@@ -120,79 +109,41 @@ def _as_list(name, value, split):
             try:
                 parsed = json.loads(text)
             except ValueError:
-                raise PlanError("%s is %s, which is not a JSON list; give a list, for example -e '{\"%s\": [0, 2]}'"
-                                % (name, _show(value), name))
+                raise SettingError("%s is %s, which is not a JSON list; give a list, for example -e '{\"%s\": [0, 2]}'"
+                                   % (name, show(value), name))
             if isinstance(parsed, list):
                 return parsed
         if split:
             return [entry.strip() for entry in text.split(split)] if text else []
-        raise PlanError("%s is the string %s; give a list, for example -e '{\"%s\": [\"...\"]}'"
-                        % (name, _show(value), name))
-    raise PlanError("%s is %s; give a list" % (name, _show(value)))
-
-
-def _as_int(name, value, bounds):
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise PlanError("%s is %s; give a whole number" % (name, _show(value)))
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise PlanError("%s is %s, not a whole number" % (name, _show(value)))
-    low, high = bounds
-    if number < low or (high is not None and number > high):
-        raise PlanError("%s is %s; it must be %s" % (
-            name, _show(value), "%d or more" % low if high is None else "from %d to %d" % (low, high)))
-    return number
-
-
-def _as_float(name, value, bounds):
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise PlanError("%s is %s; give a number" % (name, _show(value)))
-    try:
-        number = float(str(value).strip())
-    except ValueError:
-        raise PlanError("%s is %s, not a number" % (name, _show(value)))
-    low, high = bounds
-    if not low <= number <= high:
-        raise PlanError("%s is %s; it must be from %s to %s" % (name, _show(value), low, high))
-    return number
-
-
-def _as_bool(name, value):
-    key = value.strip().lower() if isinstance(value, str) else value
-    if key in BOOLEANS_TRUE:
-        return True
-    if key in BOOLEANS_FALSE:
-        return False
-    raise PlanError("%s is %s; give true or false" % (name, _show(value)))
+        raise SettingError("%s is the string %s; give a list, for example -e '{\"%s\": [\"...\"]}'"
+                           % (name, show(value), name))
+    raise SettingError("%s is %s; give a list" % (name, show(value)))
 
 
 def _setting(name, value):
     kind, rule = SETTINGS[name]
     if kind == "list":
         return _as_list(name, value, rule)
-    if kind == "int":
-        return _as_int(name, value, rule)
-    if kind == "float":
-        return _as_float(name, value, rule)
+    if kind in ("int", "float"):
+        return as_number(name, value, rule, whole=kind == "int")
     if kind == "bool":
-        return _as_bool(name, value)
+        return as_bool(name, value)
     if kind == "dict":
         if not isinstance(value, dict):
-            raise PlanError("%s is %s; give a mapping of names to values" % (name, _show(value)))
+            raise SettingError("%s is %s; give a mapping of names to values" % (name, show(value)))
         return dict(value)
     if not isinstance(value, str):
-        raise PlanError("%s is %s; give a string" % (name, _show(value)))
+        raise SettingError("%s is %s; give a string" % (name, show(value)))
     if kind == "choice" and value not in rule:
-        raise PlanError("%s is %s; choose one of %s" % (name, _show(value), ", ".join(_show(c) for c in rule)))
+        raise SettingError("%s is %s; choose one of %s" % (name, show(value), ", ".join(show(c) for c in rule)))
     if kind == "name" and not rule.match(value):
-        raise PlanError("%s is %s; use letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
-                        % (name, _show(value)) if rule is NAME_RE else
-                        "%s is %s, which is not an account name" % (name, _show(value)))
+        raise SettingError("%s is %s; use letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
+                           % (name, show(value)) if rule is NAME_RE else
+                           "%s is %s, which is not an account name" % (name, show(value)))
     if kind == "path" and not value.startswith("/"):
-        raise PlanError("%s is %s; give an absolute path" % (name, _show(value)))
+        raise SettingError("%s is %s; give an absolute path" % (name, show(value)))
     if kind == "str" and not value.strip():
-        raise PlanError("%s is empty" % name)
+        raise SettingError("%s is empty" % name)
     return value
 
 
@@ -205,7 +156,7 @@ def settings(raw):
             continue
         try:
             values[name] = _setting(name, raw[name])
-        except PlanError as problem:
+        except SettingError as problem:
             errors.append(str(problem))
     for name, check in (("exo_node_gpus", _check_gpus), ("exo_node_extra_args", _check_extra_args),
                         ("exo_node_extra_env", _check_extra_env), ("exo_node_device_allow_extra", _check_device_allow)):
@@ -215,7 +166,7 @@ def settings(raw):
 
 
 def _check_gpus(values):
-    return ["exo_node_gpus entry %s is not a GPU: give a UUID, an NVML index or a PCI bus id" % _show(entry)
+    return ["exo_node_gpus entry %s is not a GPU: give a UUID, an NVML index or a PCI bus id" % show(entry)
             for entry in values["exo_node_gpus"]
             if isinstance(entry, bool) or not isinstance(entry, (int, str)) or not str(entry).strip()]
 
@@ -227,11 +178,11 @@ def _check_extra_args(values):
         flag = text.split("=", 1)[0]
         if not text.startswith("--") or re.search(r"\s", text):
             errors.append("exo_node_extra_args entry %s is not '--flag' or '--flag=value'; exo takes no more "
-                          "positional words, and a value goes after '='" % _show(arg))
+                          "positional words, and a value goes after '='" % show(arg))
         elif flag in OWNED_FLAGS:
             owner = OWNED_FLAGS[flag]
             errors.append("exo_node_extra_args entry %s sets %s, which the role sets%s" % (
-                _show(arg), flag, " from %s: set that instead" % owner if owner else "; remove it"))
+                show(arg), flag, " from %s: set that instead" % owner if owner else "; remove it"))
     return errors
 
 
@@ -239,18 +190,18 @@ def _check_extra_env(values):
     errors = []
     for key, value in sorted(values["exo_node_extra_env"].items()):
         if not ENV_NAME_RE.match(str(key)):
-            errors.append("exo_node_extra_env name %s is not an environment variable name" % _show(key))
+            errors.append("exo_node_extra_env name %s is not an environment variable name" % show(key))
         elif key in OWNED_ENV:
             errors.append("exo_node_extra_env sets %s, which the role sets from %s; set that instead" % (
                 key, OWNED_ENV[key]))
         elif not isinstance(value, (str, int, float)) or ENV_VALUE_BAD_RE.search(str(value)):
             errors.append("exo_node_extra_env %s is %s; a value is a string without newlines, quotes, "
-                          "backslashes or '$'" % (key, _show(value)))
+                          "backslashes or '$'" % (key, show(value)))
     return errors
 
 
 def _check_device_allow(values):
-    return ["exo_node_device_allow_extra entry %s is not a DeviceAllow= value such as '/dev/foo rw'" % _show(entry)
+    return ["exo_node_device_allow_extra entry %s is not a DeviceAllow= value such as '/dev/foo rw'" % show(entry)
             for entry in values["exo_node_device_allow_extra"]
             if not isinstance(entry, str) or not DEVICE_ALLOW_RE.match(entry)]
 
@@ -260,16 +211,16 @@ def check_account(values, account):
     name = values["exo_node_user"]
     if name == "root" or (account and str(account[1]) == "0"):
         return ["exo_node_user is %s, a superuser; exo runs as an unprivileged system user the role creates "
-                "(default exo)" % _show(name)]
+                "(default exo)" % show(name)]
     if values["exo_node_user_adopt"]:
         if not account:
             return ["exo_node_user_adopt is true but the account %s does not exist on the host; create it first, "
-                    "or let the role create it (exo_node_user_adopt: false)" % _show(name)]
+                    "or let the role create it (exo_node_user_adopt: false)" % show(name)]
         return []
     if account and account[3] != ACCOUNT_COMMENT:
         return ["exo_node_user is %s, an existing account the role did not create (its comment is %s, not %s); "
                 "the role would change its home and shell. Choose another name, or set exo_node_user_adopt: true "
-                "to run exo as that account, left as it is" % (_show(name), _show(account[3]), _show(ACCOUNT_COMMENT))]
+                "to run exo as that account, left as it is" % (show(name), show(account[3]), show(ACCOUNT_COMMENT))]
     return []
 
 
@@ -284,20 +235,26 @@ def check_facts(facts):
     hint = "gather them with gpufleet.exo.device_facts from this collection before the role (docs/facts.md)"
     if not isinstance(facts, dict):
         return ["ansible_facts.device_capabilities is %s, not the facts of gpufleet.exo.device_facts; %s"
-                % (_show(facts)[:80], hint)]
+                % (show(facts)[:80], hint)]
     missing = [key for key in FACT_KEYS if key not in facts]
     if missing:
         return ["ansible_facts.device_capabilities lacks %s; %s" % (", ".join(missing), hint)]
     if facts["schema_version"] != 1:
         return ["ansible_facts.device_capabilities has schema_version %s; this role reads 1; %s"
-                % (_show(facts["schema_version"]), hint)]
+                % (show(facts["schema_version"]), hint)]
     if not isinstance(facts["nvml"], dict) or "status" not in facts["nvml"] or not isinstance(facts["gpus"], list):
         return ["ansible_facts.device_capabilities.nvml or .gpus is malformed; %s" % hint]
     for gpu in facts["gpus"]:
         lacking = [key for key in GPU_KEYS if not isinstance(gpu, dict) or key not in gpu]
         if lacking:
             return ["ansible_facts.device_capabilities.gpus entry %s lacks %s; %s"
-                    % (_show(gpu)[:80], ", ".join(lacking), hint)]
+                    % (show(gpu)[:80], ", ".join(lacking), hint)]
+    init_error = (facts.get("visible") or {}).get("cuda_init_error")
+    if init_error:
+        # Facts gathered where CUDA cannot start describe no usable GPU (backend, exo's view).
+        return ["the device facts were gathered where %s; name each GPU once in CUDA_VISIBLE_DEVICES, or unset it, "
+                "where the facts are gathered (the play's environment, the remote account's shell) and gather "
+                "them again" % init_error["reason"]]
     return []
 
 
@@ -588,6 +545,12 @@ def _removals(host, facts, nvml_ok, instances, skipped, existing, allow):
                          why or "the settings leave them out", "them" if len(held) > 1 else "it")]
 
 
+def _instance_name(entry):
+    """An instance's name from the path of its env file (<instances dir>/<name>.env), or the name itself."""
+    name = os.path.basename(str(entry))
+    return name[:-len(".env")] if name.endswith(".env") else name
+
+
 def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None,
          preview=False):
     """The instances of a host. Every problem is reported, none raised.
@@ -595,11 +558,13 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
     facts None checks the settings alone (before the facts that count are gathered). preview plans
     from facts whose tinygrad is not exo's yet (gathered before exo is installed): what depends on
     that tinygrad (a forced backend, its variables) is checked once the final facts are there.
-    existing: the instances configured on the host before this run; account: the passwd entry of
+    existing: the instances configured on the host before this run, by name or by the path of their
+    env file (the result's "existing" holds the names); account: the passwd entry of
     exo_node_user on the host (getent's list) or None; mig_minors_text: the driver's mig-minors file.
     """
+    existing = [_instance_name(entry) for entry in existing]
     result = {"instances": [], "skipped": [], "errors": [], "warnings": [], "removed": [], "cpu_reason": None,
-              "device_paths": []}
+              "device_paths": [], "existing": existing}
     s, errors = settings(raw_settings)
     if "exo_node_user" in s and "exo_node_user_adopt" in s:
         errors += check_account(s, account)
@@ -657,7 +622,7 @@ def cluster_names(cluster_hosts):
     """exo_node_cluster_hosts as a list of names; a malformed value gives none (cluster() reports it)."""
     try:
         return _as_list("exo_node_cluster_hosts", cluster_hosts, ",")
-    except PlanError:
+    except SettingError:
         return []
 
 
@@ -669,12 +634,12 @@ def cluster(host, instances, cluster_hosts, inventory_hosts, others):
     errors = []
     try:
         names = _as_list("exo_node_cluster_hosts", cluster_hosts, ",")
-    except PlanError as problem:
+    except SettingError as problem:
         return {}, ["host %s: %s" % (host, problem)]
     unknown = [name for name in names if name not in inventory_hosts]
     if unknown:
         errors.append("host %s: exo_node_cluster_hosts names %s, not in the inventory; list inventory hosts "
-                      "(or a group: \"{{ groups['name'] }}\")" % (host, ", ".join(_show(n) for n in unknown)))
+                      "(or a group: \"{{ groups['name'] }}\")" % (host, ", ".join(show(n) for n in unknown)))
     mine = dict((i["node_id"], i) for i in instances)
     peers = {}
     for name in list(names) + [host]:
@@ -691,3 +656,88 @@ def cluster(host, instances, cluster_hosts, inventory_hosts, others):
         errors.append("host %s: node id %s is also used by %s; give each host its own exo_node_id_prefix (now %s)"
                       % (host, node_id, ", ".join(hosts), node_id[:-len(mine[node_id]["name"]) - 1]))
     return peers, errors
+
+
+# ---- what a run of the role found ---------------------------------------------------------------
+
+EXPOSURE_RE = re.compile(r"Overall exposure level for \S+: ([0-9.]+)")
+# exo@.service, the source marker, the instance's env file and drop-in: what its process was started from.
+STARTED_RE = re.compile(r"^@([0-9]+)$")
+
+
+def _results(registered):
+    """The per-item results of a registered loop (or of a skipped one: none)."""
+    return (registered or {}).get("results") or []
+
+
+def missing_devices(stats):
+    """The device nodes a stat loop over plan["device_paths"] found missing, in the plan's order."""
+    return [r["item"] for r in _results(stats) if not (r.get("stat") or {}).get("exists")]
+
+
+def devices_note(host, missing, modprobe):
+    """What the user is told about device nodes missing (None when none are).
+
+    modprobe: the registered result of nvidia-modprobe; what it said is quoted unless it was skipped.
+    """
+    if not missing:
+        return None
+    said = "" if not modprobe or modprobe.get("skipped") else " (nvidia-modprobe: %s)" % (
+        modprobe.get("msg") or modprobe.get("stderr") or "not run")
+    return ("host %s: %s missing%s; DeviceAllow= lines for them take effect only once they exist and the instance "
+            "restarts" % (host, ", ".join(missing), said))
+
+
+def exposure(text):
+    """The overall exposure systemd-analyze security printed, as it printed it, or None."""
+    match = EXPOSURE_RE.search(text or "")
+    return match.group(1) if match else None
+
+
+def exposures(security):
+    """Each instance's exposure figure from the registered security loop: {name: "1.6"}."""
+    figures = {}
+    for result in _results(security):
+        figure = exposure(result.get("stdout"))
+        if figure:
+            figures[result["item"]["name"]] = figure
+    return figures
+
+
+def restarts(instances, existing, changed, all_changed=False, started=None, mtimes=None):
+    """The instances to restart, in the plan's order.
+
+    changed: the registered env file and drop-in loops (a list of them); all_changed: the unit or exo
+    itself changed. An instance new in this run is started, not restarted. Besides, an instance
+    still running with settings older than its files (a run that stopped before its handlers) is
+    restarted: started and mtimes are the registered loops of `systemctl show` (ActiveEnterTimestamp
+    as @seconds) and of the files' modification times.
+    """
+    names = [i["name"] for i in instances]
+    if all_changed:
+        touched = set(names)
+    else:
+        touched = set(r["item"]["name"] for loop in changed or [] for r in _results(loop) if r.get("changed"))
+    wanted = set(name for name in touched if name in existing)
+    times = dict((r["item"]["name"], r.get("stdout_lines") or []) for r in _results(mtimes))
+    for result in _results(started):
+        match = STARTED_RE.match(result.get("stdout") or "")
+        name = result["item"]["name"]
+        stamps = [int(line) for line in times.get(name, []) if line.strip().isdigit()]
+        if match and stamps and max(stamps) > int(match.group(1)):
+            wanted.add(name)
+    return [name for name in names if name in wanted]
+
+
+def outcome(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
+            all_changed=False, started=None, mtimes=None):
+    """What the configure step found, from what its tasks registered (each argument may be left out)."""
+    missing = missing_devices(device_stats)
+    return {
+        "missing_devices": missing,
+        # A confined exo cannot create /dev/nvidia-uvm on first use, as CUDA would otherwise do.
+        "modprobe_needed": any(path.startswith("/dev/nvidia-uvm") for path in missing),
+        "devices_note": devices_note(host, missing, modprobe),
+        "exposure": exposures(security),
+        "restart": restarts(instances, existing, changed, all_changed=all_changed, started=started, mtimes=mtimes),
+    }

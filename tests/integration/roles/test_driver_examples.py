@@ -25,7 +25,7 @@ from tests.unit.conftest import REPO
 SOURCES = "/etc/apt/sources.list.d/gpufleet-exo-nvidia.sources"
 
 
-def playbook(tmp, text, inventory, check=False):
+def playbook(tmp, text, inventory, check=False, diff=False):
     path = os.path.join(tmp, "example.yml")
     with open(path, "w") as handle:
         handle.write(text)
@@ -35,7 +35,7 @@ def playbook(tmp, text, inventory, check=False):
                ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     env.pop("LD_LIBRARY_PATH", None)
     return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v"]
-                          + (["--check"] if check else []) + ["-i", os.path.join(tmp, "inventory.json"), path],
+                          + (["--check"] if check else []) + (["--diff"] if diff else []) + ["-i", os.path.join(tmp, "inventory.json"), path],
                           cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, timeout=600, check=False)
 
@@ -101,3 +101,13 @@ def test_docs_playbook_on_a_gpu_host_without_driver(tmp_path):
     assert recap(proc, "gpu7")["changed"] == 0 and recap(proc, "gpu7")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [gpufleet.exo.driver : Show the decision and the plan]")[1]
     assert '"action": "install"' in shown and '"branch": "535"' in shown, shown[:3000]
+
+
+def test_outcome_filter_example_reads_mokutil_on_this_machine(tmp_path):
+    with open(os.path.join(REPO, "plugins", "filter", "driver_outcome.yml")) as handle:
+        example = yaml.safe_load(handle)["EXAMPLES"]
+    proc = playbook(str(tmp_path), tasks_play(example), local())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Say what mokutil means]")[1]
+    # this machine boots without Secure Boot (no mokutil, no EFI variable)
+    assert '"msg": "Secure Boot is off"' in shown, shown[:2000]

@@ -449,3 +449,112 @@ def test_the_filter_is_the_policy(probed):
     facts = host_facts(probed["no_driver"])
     assert FilterModule().filters()["driver_plan"](facts, {"exo_driver_branch": "470"}, "h", "ssh") == \
         driver_plan.plan(facts, {"exo_driver_branch": "470"}, "h", "ssh")
+
+
+# ---- what the install steps found ---------------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def mount(path, free_mib):
+    return {"mount": path, "device": "/dev/x", "fstype": "ext4", "size_available": free_mib * MIB + 12345}
+
+
+def test_file_systems_short_of_space_are_named_once(probed):
+    mounts = [mount("/", 900), mount("/var", 40000), mount("/var/lib/docker", 1), mount("/boot", 10)]
+    result = ok(probed["no_driver"], dict(DEBIAN_12, mounts=mounts))
+    # /usr and /tmp are on /, /var has its own file system; /boot and /var/lib/docker hold none of them
+    assert result["messages"]["space_problems"] == [
+        "/ has 900 MiB free; the driver needs 1536 MiB (exo_driver_min_free_mib): free some space first"]
+    roomy = ok(probed["no_driver"], dict(DEBIAN_12, mounts=mounts), exo_driver_min_free_mib="800")
+    assert roomy["messages"]["space_problems"] == []
+
+
+def test_messages_worded_from_the_plan(probed):
+    result = ok(probed["nouveau"], DEBIAN_12)
+    messages = result["messages"]
+    assert messages["nouveau_reboot_reason"] == ("nouveau holds %s until a reboot (blacklisted in "
+                                                 "/etc/modprobe.d/gpufleet-exo-nouveau.conf)" % GPU0)
+    assert messages["would_install"] == "would install " + " ".join(
+        result["plan"]["kernel_packages"] + result["plan"]["packages"])
+    assert "(/var/lib/dkms/mok.pub) is not enrolled" in messages["secure_boot_advice"]
+    assert "Canonical" not in messages["secure_boot_advice"]
+    ubuntu = ok(probed["no_driver"], UBUNTU_2204)["messages"]["secure_boot_advice"]
+    assert "; or use Canonical's signed modules (exo_driver_ubuntu_modules: prebuilt). exo_driver_secure_boot: " \
+           "continue installs anyway." in ubuntu
+    assert ok(probed["healthy"])["messages"] == {}
+
+
+def test_the_summary_shows_the_decision_and_the_plan(probed):
+    result = ok(probed["no_driver"])
+    assert result["summary"]["action"] == "install" and result["summary"]["plan"] == result["plan"]
+    healthy = ok(probed["healthy"])["summary"]
+    assert healthy["why"] == "the driver is loaded and NVML answers" and "plan" not in healthy
+
+
+def test_held_packages_of_the_old_branch_are_released(probed):
+    policy = ok(probed["no_driver"], DEBIAN_12_DOCKER)
+    lines = ["nvidia-smi hold", "libnvidia-ml1 hold", "nvidia-driver-bin-530 hold", "libcuda1 install",
+             "nvidia-persistenced hold", "vim hold", "linux-modules-nvidia-535-generic hold"]
+    assert driver_plan.outcome(policy, selections=lines)["release"] == [
+        "nvidia-driver-bin-530", "linux-modules-nvidia-535-generic"]
+
+
+def test_the_enabled_module_stream(probed):
+    policy = ok(probed["no_driver"], ROCKY_9)
+    enabled = "nvidia-driver  580-dkms [e]  default [d], fm, ks  Nvidia driver for 580-dkms branch\n"
+    assert driver_plan.outcome(policy, module_list=enabled)["stream_enabled"] is True
+    assert driver_plan.outcome(policy, module_list=enabled.replace("580", "570"))["stream_enabled"] is False
+    assert driver_plan.outcome(policy, module_list="")["stream_enabled"] is False
+
+
+def test_secure_boot_state_from_mokutil_or_the_efi_variable(probed):
+    policy = ok(probed["no_driver"])
+    assert driver_plan.outcome(policy, sb_state="SecureBoot enabled\n")["secure_boot"] is True
+    assert driver_plan.outcome(policy, sb_state="", sb_efivar="   1\n")["secure_boot"] is True
+    assert driver_plan.outcome(policy, sb_state="SecureBoot disabled\n", sb_efivar="   0\n")["secure_boot"] is False
+
+
+def test_a_failed_modprobe_says_whether_a_reboot_helps(probed):
+    policy = ok(probed["no_driver"], DEBIAN_12)
+    refused_key = driver_plan.outcome(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': Key was rejected "
+                                                       "by service\n")["modprobe"]
+    assert refused_key == {"reboot_required": True, "module_missing": False, "reboot_reason":
+                           "Secure Boot refused the nvidia module: enroll /var/lib/dkms/mok.pub with mokutil --import "
+                           "and confirm it at the console during the reboot"}
+    absent = driver_plan.outcome(policy, modprobe="modprobe: FATAL: Module nvidia not found in directory /lib/x\n")
+    assert absent["modprobe"]["module_missing"] is True and absent["modprobe"]["reboot_required"] is False
+    other = driver_plan.outcome(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': No such device")
+    assert other["modprobe"]["reboot_reason"] == ("modprobe nvidia failed (modprobe: ERROR: could not insert 'nvidia': "
+                                                  "No such device); it loads at the next boot")
+
+
+def verified(probed, policy, after, **found):
+    facts = dict(before=probed["no_driver"]["nvml"], caps=probed[after], module_loaded=False, reboot_required=False,
+                 reboot_reason=None, module_missing=False, kernel="6.1.0-25-amd64")
+    facts.update(found)
+    return driver_plan.outcome(policy, verified=facts)["result"]
+
+
+def test_the_new_nvml_status_is_explained(probed):
+    metal = ok(probed["no_driver"], DEBIAN_12)
+    up = verified(probed, metal, "healthy")
+    assert (up["nvml_before"], up["nvml_after"], up["cause"], up["gpus"]) == ("library_not_found", "ok", "ok", 1)
+    assert up["explanation"] == "driver %s loaded; NVML sees 1 GPU(s)" % probed["healthy"]["nvml"]["driver_version"]
+    causes = {
+        "reboot_pending": dict(reboot_required=True, reboot_reason="r"),
+        "unexplained": dict(module_loaded=True),
+        "module_missing": dict(module_missing=True),
+    }
+    for cause, found in causes.items():
+        assert verified(probed, metal, "not_loaded", **found)["cause"] == cause
+    assert verified(probed, metal, "not_loaded")["cause"] == "unexplained"
+    pending = verified(probed, metal, "not_loaded", reboot_required=True, reboot_reason="nouveau holds it")
+    assert pending["explanation"].endswith(": the nvidia kernel module is not loaded yet: reboot pending "
+                                           "(nouveau holds it)")
+    container = verified(probed, ok(probed["no_driver"], DEBIAN_12_DOCKER), "not_loaded")
+    assert container["cause"] == "container"
+    assert "because this host is a docker container: it shares the kernel (6.1.0-25-amd64)" in container["explanation"]
+    userspace = verified(probed, ok(probed["no_driver"], DEBIAN_12, exo_driver_kernel_module=False), "not_loaded")
+    assert userspace["cause"] == "userspace_only" and "Install the module for kernel 6.1.0-25-amd64" in \
+        userspace["explanation"]

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """The node planner's examples, run as they are written: the EXAMPLES of the filters node_plan,
+node_cluster and node_outcome, one after the other in one play, as a user would chain them; and
+node_python's on this machine.
+
+They run on a simulated host with four H100s (tests/simulated/hosts.py "four": the simulated
+libnvidia-ml under the real nvidia-ml-py, a simulated /sys) over a local connection, in check mode,
+so that the topology the node_cluster example writes to /etc/exo is only shown (--diff), not written.
+"""
+
+import json
+import os
+import re
+
+import pytest
+import yaml
+
+from tests.simulated import hosts as simhosts
+from tests.simulated.hosts import uuid
+from tests.unit.conftest import REPO
+from test_driver_examples import local, playbook, recap, tasks_play  # noqa: E402  (the same directory, on sys.path under pytest)
+
+
+def examples(name):
+    with open(os.path.join(REPO, "plugins", "filter", name + ".yml")) as handle:
+        return yaml.safe_load(handle)["EXAMPLES"]
+
+
+def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
+    env, root = simhosts.write(str(tmp_path), "four", nvml_lib)
+    # The play around the examples points the probe at the simulated host; the examples are verbatim.
+    play = ("- name: Run the examples\n  hosts: all\n  gather_facts: false\n"
+            "  environment: %s\n  module_defaults:\n    gpufleet.exo.device_facts: %s\n  tasks:\n"
+            % (json.dumps(env), json.dumps({"rootfs": root, "tinygrad": False, "timeout": 30})))
+    play += "".join("    " + line + "\n" if line else "\n"
+                    for name in ("node_plan", "node_cluster", "node_outcome")
+                    for line in examples(name).strip("\n").splitlines())
+    before = os.path.exists("/etc/exo/topology.json")
+    proc = playbook(str(tmp_path), play, local(), check=True, diff=True)
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    assert os.path.exists("/etc/exo/topology.json") == before
+    # exo_node_gpus "0,2": the first and third GPU, each with its own ports from the bases
+    shown = proc.stdout.split("TASK [Show each instance's node id, GPU and ports]")[1]
+    assert re.search(r'"localhost-%s",\s*"%s",\s*\{\s*"api": 52415' % (uuid(0), uuid(0)), shown), shown[:3000]
+    assert re.search(r'"localhost-%s",\s*"%s",\s*\{\s*"api": 52416' % (uuid(2), uuid(2)), shown), shown[:3000]
+    assert uuid(1) not in shown
+    # the topology lists both instances as exo's manual discovery peers
+    topology = proc.stdout.split("TASK [Write exo's manual discovery file]")[1]
+    assert '+    "peers": {' in topology and '"address": "10.0.0.11"' in topology, topology[:3000]
+    # this machine has none of the GPUs' device nodes
+    note = proc.stdout.split("TASK [Say which are missing]")[1]
+    assert '"msg": "host localhost: /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia0, /dev/nvidia3, ' \
+           '/dev/nvidiactl missing; DeviceAllow= lines' in note, note[:2000]
+
+
+@pytest.mark.skipif(not os.path.exists("/etc/debian_version") or not open("/etc/debian_version").read().startswith("12"),
+                    reason="the answer checked is Debian 12's")
+def test_node_python_example_on_this_machine(tmp_path):
+    proc = playbook(str(tmp_path), tasks_play(examples("node_python")), local())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Say which, or why there is none]")[1]
+    assert '"msg": "/usr/bin/python3 (Python 3.11)"' in shown, shown[:2000]
