@@ -41,6 +41,8 @@ run_lint() {
 }
 
 run_integration() {
+  # The fleet report's test opens the page in a real headless browser.
+  apt_install chromium
   python -m pytest -q -p no:cacheprovider tests/integration
 }
 

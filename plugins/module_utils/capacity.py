@@ -140,15 +140,15 @@ def partition(nodes):
     return partitions
 
 
+def _layers(i, count, start, end, n_layers):
+    """The layers exo computes for partition i of count: (first, last), empty when first > last."""
+    return int(start * n_layers), (n_layers - 1 if i == count - 1 else int(end * n_layers) - 1)
+
+
 def shards(partitions, n_layers):
     """exo's layer ranges [(start_layer, end_layer)] for partitions; empty ones are dropped."""
-    ranges = []
-    for i, (_node_id, start, end) in enumerate(partitions):
-        first, last = int(start * n_layers), int(end * n_layers) - 1
-        if i == len(partitions) - 1:
-            last = n_layers - 1
-        if first <= last:
-            ranges.append((first, last))
+    ranges = [_layers(i, len(partitions), start, end, n_layers) for i, (_node_id, start, end) in enumerate(partitions)]
+    ranges = [(first, last) for first, last in ranges if first <= last]
     if ranges and ranges[-1][1] < n_layers - 1:
         ranges[-1] = (ranges[-1][0], n_layers - 1)
     return ranges
@@ -165,7 +165,7 @@ def assignment(nodes, n_layers):
     ranges = shards(parts, n_layers)
     rows = []
     for i, (node_id, start, end) in enumerate(parts):
-        first, last = int(start * n_layers), (int(end * n_layers) - 1 if i < len(parts) - 1 else n_layers - 1)
+        first, last = _layers(i, len(parts), start, end, n_layers)
         rows.append((node_id, (first, last) if first <= last else None, ranges[i] if i < len(ranges) else None))
     return rows
 
@@ -351,17 +351,27 @@ def _missing(verdict, excluded):
         missing.append("no node can run exo: every host is excluded or has no instance")
     if verdict["short_mib"]:
         missing.append("%d MiB short on %d node(s)" % (verdict["short_mib"], len(verdict["tight"])))
-    for share in verdict["shares"]:
-        if share["start_layer"] is not None and not share["fits"]:
-            missing.append("%s %s: layers %d-%d need %d MiB, %d MiB usable" % (
-                share["host"], share["label"], share["start_layer"], share["end_layer"], share["need_mib"],
-                share["usable_mib"]))
-    names = dict((s["node_id"], "%s %s" % (s["host"], s["label"])) for s in verdict["shares"])
-    for node_id in verdict["empty"]:
-        missing.append("%s: its share rounds to no layer, so exo drops that shard, each later node takes the next one's "
-                       "layers and %s takes none (exo/orchestration/node.py:463-468); leave the smallest nodes out"
-                       % (names[node_id], ", ".join(names[n] for n in verdict["unassigned"]) or "the last"))
+    tight = [s for s in verdict["shares"] if s["start_layer"] is not None and not s["fits"]]
+    for share in tight[:5]:
+        missing.append("%s %s: layers %d-%d need %d MiB, %d MiB usable" % (
+            share["host"], share["label"], share["start_layer"], share["end_layer"], share["need_mib"],
+            share["usable_mib"]))
+    if len(tight) > 5:
+        missing.append("and %d more tight nodes (the JSON file lists every share)" % (len(tight) - 5))
+    if verdict["empty"]:
+        names = dict((s["node_id"], "%s %s" % (s["host"], s["label"])) for s in verdict["shares"])
+        missing.append("%d of %d nodes get no layer of their own (%s): exo drops their empty shards and hands out the "
+                       "rest by ring position, so %d node(s) at the end of the ring run nothing and the ring breaks "
+                       "(exo/orchestration/node.py:463-468); run this model on fewer, larger nodes" % (
+                           len(verdict["empty"]), len(verdict["shares"]), _some(names[n] for n in verdict["empty"]),
+                           len(verdict["unassigned"])))
     if excluded:
-        missing.append("left out of the ring: %s" % ", ".join(
+        missing.append("left out of the ring: %s" % _some(
             "%s (%s)" % (host["host"], host["reason"].replace("_", " ")) for host in excluded))
     return missing
+
+
+def _some(names, most=5):
+    """A list for a sentence: the first few names, and how many more."""
+    names = list(names)
+    return ", ".join(names[:most]) + (" and %d more" % (len(names) - most) if len(names) > most else "")

@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet report as one self-contained HTML page: tables and an inline SVG plot (matplotlib).
+
+html() takes what capacity.fleet() returns (plus "generated", the time of the run) and returns the
+page. Nothing in it is fetched when it is opened. Every number a cell shows carries the JSON key it
+comes from in a data-field attribute, so a reader (or a test) can trace it back to the JSON file.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import io
+from html import escape
+
+try:
+    import matplotlib
+    from matplotlib.figure import Figure
+    MATPLOTLIB_ERROR = None
+except ImportError as problem:  # the playbook says what to install, instead of a traceback
+    matplotlib = Figure = None
+    MATPLOTLIB_ERROR = str(problem)
+
+GIB = 1024.0
+COLOURS = {"serves": "#2e7d32", "short": "#c62828", "memory": "#90caf9", "usable": "#1565c0"}
+STYLE = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em; color: #222; }
+h1 { margin-bottom: 0.2em; } .verdict { font-size: 1.3em; margin: 0.5em 0 1em; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.serves td.state { background: #e8f5e9; } tr.short td.state { background: #ffebee; }
+tr.excluded td { color: #888; } tr.gpu td { background: #fafafa; font-size: 0.92em; }
+.plot svg { max-width: 100%; height: auto; } small { color: #666; }
+"""
+
+
+class MissingLibrary(Exception):
+    """A library the report needs is not installed on the controller."""
+
+
+def _cell(value, field=None, num=False, css=None):
+    classes = " ".join(c for c in ("num" if num else None, css) if c)
+    attrs = (' class="%s"' % classes if classes else "") + (' data-field="%s"' % escape(field) if field else "")
+    text = "" if value is None else ("yes" if value is True else "no" if value is False else str(value))
+    return "<td%s>%s</td>" % (attrs, escape(text))
+
+
+def _row_height(rows):
+    """Inches per bar: readable for a lab, bounded for thousands of hosts."""
+    return max(0.12, min(0.3, 24.0 / max(rows, 1)))
+
+
+def plot_svg(report):
+    """The plot as SVG markup: each model's need against the fleet, and each host's instances against their shares."""
+    if MATPLOTLIB_ERROR:
+        raise MissingLibrary("the fleet report needs matplotlib on the controller (%s); install it with "
+                             "pip install -r requirements.txt, or scripts/bootstrap.sh" % MATPLOTLIB_ERROR)
+    models = report["models"]
+    hosts = [h for h in report["hosts"] if h["instances"]]
+    rows = max(len(hosts), 1)
+    figure = Figure(figsize=(10, 2.5 + 0.3 * len(models) + _row_height(rows) * rows))
+    top, bottom = figure.subplots(2, 1, gridspec_kw={"height_ratios": [0.3 * len(models) + 1,
+                                                                       _row_height(rows) * rows + 1]})
+    top.barh([m["model"] for m in models], [m["need_mib"] / GIB for m in models],
+             color=[COLOURS["serves"] if m["serves"] else COLOURS["short"] for m in models])
+    usable = sum(int(n["memory_mib"] * (1 - report["headroom"])) for n in report["nodes"]) / GIB
+    top.axvline(usable, color=COLOURS["usable"], linestyle="--", label="fleet memory less headroom: %.1f GiB" % usable)
+    top.invert_yaxis()
+    top.set_xlabel("GiB the ring needs (green: every node's share fits; red: not)")
+    top.set_title("Models of exo's model cards for the tinygrad engine")
+    top.legend(loc="lower right")
+    # Each host is a bar of its instances, one segment each; the markers are the host's part of a model.
+    positions = list(range(len(hosts)))
+    left = [0.0] * len(hosts)
+    for slot in range(max([len(h["instances"]) for h in hosts] or [0])):
+        widths = [h["instances"][slot]["memory_mib"] / GIB if slot < len(h["instances"]) else 0 for h in hosts]
+        bottom.barh(positions, widths, left=left, color=COLOURS["memory"], edgecolor="white",
+                    label="memory exo sees, one segment per instance" if slot == 0 else None)
+        left = [x + w for x, w in zip(left, widths)]
+    bottom.barh(positions, [sum(i["memory_mib"] for i in h["instances"]) * (1 - report["headroom"]) / GIB
+                            for h in hosts], height=0.25, color=COLOURS["usable"], label="less headroom")
+    by_set = {}
+    for model in models:
+        by_set.setdefault(model["parameter_set"], model)
+    for mark, (name, model) in zip("ovsD^<>", sorted(by_set.items(), key=lambda item: item[1]["parameters"])):
+        need, fits = {}, {}
+        for share in model["shares"]:
+            need[share["host"]] = need.get(share["host"], 0) + share["need_mib"]
+            broken = share["node_id"] in model["empty"] or share["node_id"] in model["unassigned"]
+            fits[share["host"]] = fits.get(share["host"], True) and not broken and (
+                share["fits"] or share["start_layer"] is None)
+        placed = [(p, h["host"]) for p, h in zip(positions, hosts) if need.get(h["host"])]
+        bottom.scatter([need[host] / GIB for _p, host in placed], [p for p, _host in placed], marker=mark,
+                       c=[COLOURS["serves"] if fits[host] else COLOURS["short"] for _p, host in placed],
+                       edgecolors="black", linewidths=0.5, zorder=3, label="%s (%s)" % (name, model["model"]))
+    bottom.set_yticks(positions)
+    bottom.set_yticklabels(["%s (%d)" % (h["host"], len(h["instances"])) for h in hosts])
+    bottom.invert_yaxis()
+    bottom.set_xlabel("GiB per host (markers: the layers exo gives its instances; green fits, red does not)")
+    bottom.set_title("Hosts in the ring (number of exo instances)")
+    bottom.legend(loc="lower right", fontsize="small")
+    figure.tight_layout()
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "gpufleet-exo"}):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    svg = buffer.getvalue()
+    return svg[svg.index("<svg"):]
+
+
+# The tables: (header, JSON key, how the cell shows it). "num" right-aligns, "state" colours the
+# row's verdict, "lines" puts a list one item a line.
+MODEL_COLUMNS = (("Model", "model", "text"), ("Set", "parameter_set", "text"), ("Parameters", "parameters", "num"),
+                 ("Layers", "layers", "num"), ("Weights MiB", "weights_mib", "num"),
+                 ("Ring needs MiB", "need_mib", "num"), ("Usable MiB", "usable_mib", "num"),
+                 ("Short MiB", "short_mib", "num"), ("Serves", "serves", "state"),
+                 ("What is missing", "missing", "lines"))
+HOST_COLUMNS = (("Host", "host", "text"), ("Backend", "backend", "text"), ("NVML", "nvml_status", "text"),
+                ("Driver", "driver_version", "text"), ("Driver needed", "driver_needed", "text"),
+                ("Pending reboot", "pending_reboot", "text"), ("RAM MiB", "memory_mib", "num"),
+                ("exo sees", "exo_chip", "text"), ("exo MiB", "exo_memory_mib", "num"),
+                ("Instances", "instances", "num"), ("In the ring", "excluded_reason", "text"))
+GPU_COLUMNS = (("Host", "host", "text"), ("GPU", "index", "num"), ("Name", "name", "text"), ("Chip", "chip", "text"),
+               ("Memory MiB", "memory_mib", "num"), ("fp16 TFLOPS", "fp16_tflops", "num"),
+               ("fp32 TFLOPS", "fp32_tflops", "num"), ("TFLOPS from", "flops_source", "text"), ("MIG", "mig", "text"),
+               ("Health", "health", "text"), ("Health reasons", "health_reasons", "lines"))
+
+
+def _table(table_id, columns, rows):
+    """rows: [(tr attributes, {key: value})]."""
+    out = ["<table id=\"%s\"><tr>%s</tr>" % (table_id, "".join("<th>%s</th>" % escape(c[0]) for c in columns))]
+    for attributes, values in rows:
+        cells = []
+        for _header, key, how in columns:
+            if how == "lines":
+                cells.append('<td data-field="%s">%s</td>' % (key, "<br>".join(escape(x) for x in values.get(key) or ())))
+            else:
+                cells.append(_cell(values.get(key), key, how == "num", "state" if how == "state" else None))
+        out.append("<tr %s>%s</tr>" % (" ".join('%s="%s"' % (k, escape(str(v))) for k, v in attributes), "".join(cells)))
+    out.append("</table>")
+    return "".join(out)
+
+
+def _models_table(report):
+    return _table("models", MODEL_COLUMNS, [
+        ((("class", "serves" if m["serves"] else "short"), ("data-model", m["model"])), m) for m in report["models"]])
+
+
+def _hosts_table(report):
+    return _table("hosts", HOST_COLUMNS, [
+        ((("class", "host excluded" if h["excluded"] else "host"), ("data-host", h["host"])),
+         dict(h, instances=len(h["instances"]), excluded_reason=h["excluded_reason"] or "yes"))
+        for h in report["hosts"]])
+
+
+def _gpus_table(report):
+    return _table("gpus", GPU_COLUMNS, [
+        ((("class", "gpu"), ("data-host", h["host"]), ("data-gpu", g["index"])), dict(g, host=h["host"]))
+        for h in report["hosts"] for g in h["gpus"]])
+
+
+def _sources(report):
+    return ("<p><small>Model sizes: exo's tinygrad parameter sets (%s), layers and repositories (%s), "
+            "bytes per parameter (%s), KV cache (%s; %s). Partitioning: %s. Models of other engines only (%s): "
+            "%s.</small></p>" % tuple(escape(x) for x in (
+                report["sources"]["parameter_set"], report["sources"]["models"], report["sources"]["dtype_bytes"],
+                report["sources"]["max_context"], report["sources"]["prompt_states"],
+                report["sources"]["partitioning"], report["sources"]["other_engines"],
+                ", ".join(report["other_engines"]))))
+
+
+def html(report, title="exo fleet"):
+    """The page, as a string."""
+    plot = plot_svg(report)
+    served = [m["model"] for m in report["models"] if m["serves"]]
+    if report["largest"]:
+        verdict = ("This fleet serves <b id=\"served\">%d</b> of %d models; the largest is <b id=\"largest\">%s</b>."
+                   % (len(served), len(report["models"]), escape(report["largest"])))
+    else:
+        verdict = ("This fleet serves <b id=\"served\">0</b> of %d models<b id=\"largest\"></b>; the table says "
+                   "what each one misses." % len(report["models"]))
+    excluded = "".join("<li>%s: %s</li>" % (escape(e["host"]), escape(e["detail"])) for e in report["excluded"])
+    return "".join((
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style></head><body>"
+        % (escape(title), STYLE),
+        "<h1>%s</h1><p><small>%s; %s; headroom <span id=\"headroom\">%s</span> of each node's memory; "
+        "%d hosts, %d exo nodes.</small></p>" % (
+            escape(title), escape(str(report.get("generated", ""))), escape(report["exo"]), report["headroom"],
+            len(report["hosts"]), len(report["nodes"])),
+        "<p class=\"verdict\">%s</p>" % verdict,
+        "<h2>Hosts left out of the ring</h2><ul id=\"excluded\">%s</ul>" % excluded if excluded else "",
+        "<h2>What the fleet can serve</h2>", _models_table(report),
+        "<h2>Memory per host and instance against the models' needs</h2><div class=\"plot\">%s</div>" % plot,
+        "<h2>Hosts</h2>", _hosts_table(report),
+        "<h2>GPUs</h2>", _gpus_table(report),
+        _sources(report),
+        "</body></html>\n",
+    ))

@@ -1,0 +1,47 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """The report page (plugin_utils/fleet_report.py) on a fleet given as data; tests/integration/test_fleet_report.py
+opens the page of a whole playbook run in a browser."""
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as plugin
+from ansible_collections.gpufleet.exo.plugins.module_utils import capacity
+from ansible_collections.gpufleet.exo.plugins.plugin_utils import fleet_report
+
+
+def one_gpu_fleet(memory_mib):
+    """capacity.fleet() over one host whose planner gave one GPU instance of memory_mib."""
+    instance = {"node_id": "h-GPU-1", "name": "GPU-1", "kind": "gpu", "gpu_index": 0,
+                "capabilities": {"chip": "NVIDIA <H100>", "memory": memory_mib}}
+    facts = {"backend": "cuda", "nvml": {"status": "ok", "driver_version": "580.159.04"}, "driver_needed": False,
+             "host": {"memory_mib": 128887}, "exo": {"chip": "NVIDIA <H100>", "memory": memory_mib},
+             "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "chip": "NVIDIA <H100>", "memory_mib": memory_mib,
+                       "flops": {"fp16": 989.5, "fp32": 67.0, "source": "table"}}]}
+    return capacity.fleet([{"host": "h", "facts": facts, "plan": {"instances": [instance], "errors": []}}])
+
+
+def test_the_page_says_what_is_served_and_escapes_what_it_shows():
+    page = fleet_report.html(dict(one_gpu_fleet(81559), generated="2026-11-23T07:00:00Z"), title="lab & co")
+    assert page.startswith("<!DOCTYPE html>") and "<title>lab &amp; co</title>" in page
+    assert 'This fleet serves <b id="served">7</b> of 11 models; the largest is <b id="largest">llama-3.1-8b</b>' in page
+    assert "NVIDIA &lt;H100&gt;" in page and "NVIDIA <H100>" not in page.split("<svg", maxsplit=1)[0]
+    assert "layers 0-79 need" in page  # what the 70B models miss, in the table
+    assert page.count("<svg") == 1
+
+
+def test_a_fleet_that_serves_nothing_says_so():
+    page = fleet_report.html(one_gpu_fleet(2048))
+    assert 'serves <b id="served">0</b> of 11 models' in page
+
+
+def test_without_matplotlib_the_filter_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(fleet_report, "MATPLOTLIB_ERROR", "No module named 'matplotlib'")
+    with pytest.raises(AnsibleFilterError, match=r"needs matplotlib on the controller \(No module named 'matplotlib'\); "
+                                                 r"install it with pip install -r requirements.txt"):
+        plugin.fleet_report_html(one_gpu_fleet(81559))
