@@ -59,8 +59,8 @@ def fabric_problems(caps):
     problems = []
     for gpu in caps.get("gpus") or []:
         fabric = (gpu.get("health") or {}).get("fabric")
-        if fabric and fabric["state"] != "not_supported" and (fabric["state"] != "completed"
-                                                             or fabric["status"] != "success"):
+        up = fabric and fabric["state"] == "completed" and fabric["status"] == "success"
+        if fabric and fabric["state"] != "not_supported" and not up:
             problems.append("GPU %s (%s): NVLink fabric %s, status %s"
                             % (gpu["index"], gpu["uuid"], fabric["state"], fabric["status"]))
     return problems
