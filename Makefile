@@ -1,5 +1,5 @@
 # Entry points. Each one installs what it needs first (scripts/bootstrap.sh).
-.PHONY: site facts test unit sanity lint integration site-test molecule bench build clean
+.PHONY: site facts test unit sanity lint integration site-test molecule bench bench-fleet build clean
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
@@ -24,6 +24,11 @@ site-test:
 bench:
 	@scripts/bootstrap.sh
 	.venv/bin/python benchmarks/probe.py
+
+# Gathering on 10 and 50 lab hosts over SSH (root: network namespaces); several minutes.
+bench-fleet:
+	@scripts/bootstrap.sh
+	.venv/bin/python benchmarks/fleet.py $(ARGS)
 
 build:
 	@scripts/bootstrap.sh

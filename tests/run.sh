@@ -9,9 +9,10 @@ export ANSIBLE_CONFIG=$PWD/ansible.cfg
 export PATH=$PWD/.venv/bin:$PATH
 export PYTHONPATH=$PWD/.build/collections:$PWD
 
+# apt_install PROGRAM[:PACKAGE]...: install the package of each program that is not on PATH.
 apt_install() {
-  local missing=()
-  for program in "$@"; do command -v "$program" >/dev/null 2>&1 || missing+=("$program"); done
+  local missing=() spec
+  for spec in "$@"; do command -v "${spec%%:*}" >/dev/null 2>&1 || missing+=("${spec#*:}"); done
   [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
@@ -41,6 +42,8 @@ run_lint() {
 }
 
 run_integration() {
+  # The fleet lab (tests/integration/fleet): network namespaces and an sshd per simulated host.
+  apt_install ip:iproute2 sshd:openssh-server
   # The fleet report's test opens the page in a real headless browser.
   apt_install chromium
   python -m pytest -q -p no:cacheprovider tests/integration

@@ -90,12 +90,14 @@ EXAMPLES = r"""
   gpufleet.exo.device_facts:
     tinygrad_python: /opt/exo/bin/python
 
-- name: Gather with the standard facts in one step
+# As part of fact gathering, in a play: gather_facts reads the variable ansible_facts_modules
+# (module_defaults of gather_facts would pass facts_modules on to setup, which refuses it).
+- name: Gather the standard facts and the device facts
   hosts: gpu_hosts
   gather_facts: true
-  module_defaults:
-    ansible.builtin.gather_facts:
-      facts_modules: [ansible.builtin.setup, gpufleet.exo.device_facts]
+  vars:
+    ansible_facts_modules: [ansible.builtin.setup, gpufleet.exo.device_facts]
+    ansible_facts_parallel: false
   tasks: []
 """
 
