@@ -45,11 +45,8 @@ def driver(pci_devices, nvml):
 
 
 def _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus):
-    if nvml["status"] == "ok" and gpus and not visible["devices"]:
-        if visible["invalid_entry"] is not None:
-            return "CUDA_VISIBLE_DEVICES=%r names no GPU (entry %r)" % (
-                visible["cuda_visible_devices"], visible["invalid_entry"])
-        return "CUDA_VISIBLE_DEVICES is empty: every GPU is hidden"
+    if nvml["status"] == "ok" and gpus and visible.get("cuda_init_error"):
+        return visible["cuda_init_error"]["reason"]
     if any(d["vendor"] == "nvidia" for d in pci_devices) and nvml["status"] != "ok":
         return "NVML: %s (%s)" % (nvml["status"], nvml["message"])
     if any(gpu["driver"] == "amdgpu" for gpu in amd_gpus):
@@ -65,6 +62,9 @@ def backend(pci_devices, nvml, gpus, visible, amd_gpus, tinygrad):
     """(backend, fallback_reason): tinygrad's own choice when it was probed, else from NVML and sysfs."""
     if tinygrad.get("installed"):
         chosen = BACKENDS.get(tinygrad.get("backend"))
+        if chosen == "cuda" and visible.get("cuda_init_error"):
+            # tinygrad was asked about the host, without CUDA_VISIBLE_DEVICES; with it, cuInit fails.
+            return "cpu", visible["cuda_init_error"]["reason"]
         if chosen in GPU_BACKENDS:
             return chosen, None
         gpu_reason = _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus)

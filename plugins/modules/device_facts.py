@@ -146,8 +146,11 @@ ansible_facts:
           type: list
           elements: dict
         visible:
-          description: The GPUs a process started with this environment would see, by CUDA's rules
-            for E(CUDA_VISIBLE_DEVICES) and E(CUDA_DEVICE_ORDER).
+          description: The GPUs a process started with this environment would see, by the CUDA driver's
+            rules for E(CUDA_VISIBLE_DEVICES) and E(CUDA_DEVICE_ORDER) (docs/facts.md), with
+            C(cuda_visible_devices), C(device_order), C(devices), C(invalid_entry) (the entry where the
+            driver stops reading the list) and C(cuda_init_error), V(null) unless the list leaves CUDA
+            no GPU; then C(code) (V(100) no device, V(101) a device named twice), C(name) and C(reason).
           type: dict
         pci:
           description: Display-class PCI devices of NVIDIA, AMD and Intel with the kernel driver bound

@@ -54,14 +54,43 @@ HOSTS = {
     "nvml_broken": ([h100(0)], {"init_error": "DRIVER_NOT_LOADED"}),
 }
 
+# The real host of tests/fixtures/real-h100 (nvidia-smi -q, nvidia-smi --query-gpu and its sysfs in
+# host.txt there): one H100 at 0000:00:06.0 in a Firecracker VM, driver 580.159.04, CUDA 13.0.
+# NVML gives no NUMA node for it (NOT_SUPPORTED here) and MIG is supported but off. Its health
+# answers are those of health.json there: ECC on without errors, no remapped rows, persistence on,
+# default compute mode, PCIe 5 x16 of 5 x16, 35 C, clocks idle; retired pages and the fabric not
+# supported.
+REAL_H100_UUID = "GPU-af19d7dd-02be-25eb-14d1-c456b69ba1fa"
+REAL_H100_HEALTH = dict(ecc=(1, 1, 0, 0), remapped_rows=(0, 0, 0, 0), persistence_mode=1, compute_mode=0,
+                        pcie=(5, 5, 16, 16), temperature_c=35, clock_event_reasons=1)
+HOSTS["real_h100"] = ([simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=REAL_H100_UUID, pci_bus_id="00000000:00:06.0",
+                                   minor=0, cc=(9, 0), cpu_affinity="0-15", mig=dict(current=0, pending=0, devices=[]),
+                                   pci_device_id=0x2330, health=REAL_H100_HEALTH)],
+                      {"driver_version": "580.159.04", "cuda_version": 13000})
+# Hosts whose /sys and /proc are not the generic layout of write(), by name: the real H100's has the
+# GPU without a NUMA node (numa_node -1) and local to all 16 CPUs, one NUMA node, the virtio
+# devices and host bridge beside it, the nvidia and nvidia_uvm modules, and its CPU and memory.
+SYSFS = {
+    "real_h100": dict(pci=[simsysfs.nvidia_gpu("0000:00:06.0", cpu_list="0-15")], numa=["0-15"],
+                      modules=("nvidia", "nvidia_uvm"), cpu_model="Intel(R) Xeon(R) Processor",
+                      memory_kib=128887 * 1024,
+                      extra_devices=(("0000:00:00.0", "0x8086", "0x060000"), ("0000:00:01.0", "0x1af4", "0x018000"),
+                                     ("0000:00:02.0", "0x1af4", "0x018000"), ("0000:00:03.0", "0x1af4", "0x020000"),
+                                     ("0000:00:04.0", "0x1af4", "0xffff00"), ("0000:00:05.0", "0x1af4", "0xffff00"))),
+}
+
 
 def write(tmp, name, nvml_lib, gpus=None, config=None):
     """Lay out a simulated host under tmp: (environment for the probe, rootfs)."""
     if gpus is None and name in HOSTS:
         gpus, config = HOSTS[name]
     root = os.path.join(tmp, name)
-    simsysfs.write_tree(root, pci=[simsysfs.nvidia_gpu(bus(i), numa_node=i // 2, cpu_list="%d-%d" % (8 * i, 8 * i + 7))
-                                   for i in range(len(gpus or []))], numa=["0-15", "16-31"])
+    if name in SYSFS:
+        simsysfs.write_tree(root, **SYSFS[name])
+    else:
+        simsysfs.write_tree(root, pci=[simsysfs.nvidia_gpu(bus(i), numa_node=i // 2,
+                                                           cpu_list="%d-%d" % (8 * i, 8 * i + 7))
+                                       for i in range(len(gpus or []))], numa=["0-15", "16-31"])
     env = {}
     if gpus is not None:
         path = simnvml.write_config(os.path.join(tmp, name + ".nvml.conf"), gpus, **(config or {}))
