@@ -97,7 +97,6 @@ OWNED_ENV = {
 ACCOUNT_COMMENT = "exo nodes"
 
 
-
 # ---- settings -----------------------------------------------------------------------------------
 
 def _as_list(name, value, split):
