@@ -23,7 +23,7 @@ BIN = os.path.dirname(sys.executable)
 ALLOWED = [
     "MANIFEST.json", "FILES.json", "README.md", "COPYING", "requirements.txt",
     "meta/*.yml",
-    "docs/*.md",
+    "docs/*.md", "docs/*.yml",
     "plugins/*/*.py", "plugins/*/*.yml",
     "roles/*/defaults/main.yml", "roles/*/vars/main.yml", "roles/*/handlers/main.yml",
     "roles/*/meta/main.yml", "roles/*/meta/argument_specs.yml", "roles/*/tasks/*.yml", "roles/*/templates/*.j2",
@@ -98,3 +98,8 @@ def test_built_collection_installs_and_runs(built):
     assert facts["schema_version"] == 1
     doc = run([os.path.join(BIN, "ansible-doc"), "gpufleet.exo.device_facts"], str(tmp), env)
     assert "tinygrad_python" in doc
+    # The installed playbook, with the installed roles' phases.
+    tags = run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "--list-tags", "gpufleet.exo.site"],
+               str(tmp), env)
+    assert "TAGS: [driver]" in tags and "TAGS: [node]" in tags
+    assert all(phase in tags.split("TAGS: [node]")[1] for phase in ("preflight", "install", "configure"))
