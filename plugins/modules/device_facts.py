@@ -108,7 +108,8 @@ ansible_facts:
   type: dict
   contains:
     device_capabilities:
-      description: What this host can compute. See docs/facts.md for every key and an example.
+      description: What this host can compute. Every key below is always present; a value the host could
+        not give is V(null), and C(errors) says why. docs/facts.md in the collection shows an example.
       returned: always
       type: dict
       contains:
@@ -130,21 +131,229 @@ ansible_facts:
         driver_reason:
           description: Why C(driver_needed) is what it is.
           type: str
+          sample: nvidia driver bound to every NVIDIA GPU
         exo:
-          description: exo's DeviceCapabilities (model, chip, memory in MiB, flops in TFLOPS) for the
-            device an exo node here would use.
+          description: exo's DeviceCapabilities for the device an exo node here would use, in exo's own
+            shape (numbers, never V(null)).
           type: dict
-          sample: {model: "Linux Box (NVIDIA H100 80GB HBM3)", chip: "NVIDIA H100 SXM5 80GB", memory: 81559,
-                   flops: {fp32: 66.9, fp16: 989.4, int8: 1978.9}}
+          contains:
+            model:
+              description: The model exo shows.
+              type: str
+              sample: Linux Box (NVIDIA H100 80GB HBM3)
+            chip:
+              description: The chip exo shows.
+              type: str
+              sample: NVIDIA H100 SXM5 80GB
+            memory:
+              description: Memory in MiB, what exo's partitioning weighs.
+              type: int
+              sample: 81559
+            flops:
+              description: TFLOPS; V(0.0) for a part whose figures are unknown (C(gpus[].flops.source) says which).
+              type: dict
+              contains:
+                fp32:
+                  description: FP32 TFLOPS.
+                  type: float
+                  sample: 66.9
+                fp16:
+                  description: FP16 TFLOPS.
+                  type: float
+                  sample: 989.4
+                int8:
+                  description: INT8 TOPS.
+                  type: float
+                  sample: 1978.9
         gpus:
-          description: Every GPU NVML sees, in NVML index order, with index, minor, uuid, name, chip,
-            memory_mib, pci_bus_id, compute_capability, architecture, mig, numa_node, cpu_list,
-            flops (with C(source) V(table), V(estimated) or V(unknown)) and health.
-          - C(health) is what NVML says about the GPU's fitness (ECC, remapped rows, retired pages,
-            persistence and compute mode, PCIe link, temperature, clock event reasons, NVLink fabric)
-            with C(verdict) V(ok), V(degraded) or V(unusable) and its C(reasons).
+          description: Every GPU NVML sees, in NVML index order.
           type: list
           elements: dict
+          contains:
+            index:
+              description: NVML index.
+              type: int
+            minor:
+              description: The N of /dev/nvidiaN, which may differ from the index.
+              type: int
+            uuid:
+              description: The GPU's UUID.
+              type: str
+              sample: GPU-9b7c0000-1111-2222-3333-444455556666
+            name:
+              description: The name as NVML returns it.
+              type: str
+              sample: NVIDIA H100 80GB HBM3
+            chip:
+              description: The normalised chip name of the chip table; V(null) for a part the table lacks.
+              type: str
+              sample: NVIDIA H100 SXM5 80GB
+            memory_mib:
+              description: Total memory in MiB.
+              type: int
+              sample: 81559
+            pci_bus_id:
+              description: PCI bus id in sysfs form (lower case, 4-digit domain).
+              type: str
+              sample: "0000:3b:00.0"
+            compute_capability:
+              description: CUDA compute capability.
+              type: str
+              sample: "9.0"
+            architecture:
+              description: The architecture, from the compute capability.
+              type: str
+              sample: hopper
+            numa_node:
+              description: The GPU's NUMA node; V(null) when the platform does not say.
+              type: int
+            cpu_list:
+              description: CPUs local to the GPU, in sysfs cpulist form; V(null) when unknown.
+              type: str
+              sample: 0-31,64-95
+            flops:
+              description: The GPU's TFLOPS and where they come from; V(null) figures when unknown, never V(0).
+              type: dict
+              contains:
+                fp32:
+                  description: FP32 TFLOPS.
+                  type: float
+                fp16:
+                  description: FP16 TFLOPS.
+                  type: float
+                int8:
+                  description: INT8 TOPS.
+                  type: float
+                source:
+                  description: V(table) (the chip table), V(estimated) (cores and clocks) or V(unknown).
+                  type: str
+            mig:
+              description: The GPU's MIG mode and devices.
+              type: dict
+              contains:
+                supported:
+                  description: The part supports MIG.
+                  type: bool
+                enabled:
+                  description: MIG mode now.
+                  type: bool
+                pending:
+                  description: MIG mode after the next GPU reset.
+                  type: bool
+                devices:
+                  description: The MIG devices, when enabled.
+                  type: list
+                  elements: dict
+                  contains:
+                    index:
+                      description: MIG device index on its GPU.
+                      type: int
+                    uuid:
+                      description: The MIG device's UUID.
+                      type: str
+                      sample: MIG-aaaaaaaa-0000-0000-0000-000000000001
+                    memory_mib:
+                      description: Its memory in MiB.
+                      type: int
+                    gpu_instance_id:
+                      description: Its GPU instance id.
+                      type: int
+                    compute_instance_id:
+                      description: Its compute instance id.
+                      type: int
+            health:
+              description: What NVML says about the GPU's fitness to serve; V(null) values where NVML does
+                not say (an old driver, a part without the feature), which no rule judges.
+              type: dict
+              contains:
+                ecc:
+                  description: ECC mode and uncorrected error counts.
+                  type: dict
+                  contains:
+                    enabled:
+                      description: ECC is on now.
+                      type: bool
+                    enabled_after_reboot:
+                      description: ECC will be on after the next reboot.
+                      type: bool
+                    uncorrected_volatile:
+                      description: Uncorrected errors since the driver loaded.
+                      type: int
+                    uncorrected_aggregate:
+                      description: Uncorrected errors over the GPU's life.
+                      type: int
+                remapped_rows:
+                  description: Memory row remapping (Ampere and later).
+                  type: dict
+                  contains:
+                    correctable:
+                      description: Rows remapped for correctable errors.
+                      type: int
+                    uncorrectable:
+                      description: Rows remapped for uncorrectable errors.
+                      type: int
+                    pending:
+                      description: A remapping waits for a GPU reset.
+                      type: bool
+                    failed:
+                      description: A remapping failed.
+                      type: bool
+                retired_pages_pending:
+                  description: A page retirement waits for a reboot (parts before Ampere).
+                  type: bool
+                persistence_mode:
+                  description: Persistence mode is on.
+                  type: bool
+                compute_mode:
+                  description: V(default), V(exclusive_thread), V(prohibited) or V(exclusive_process).
+                  type: str
+                pcie:
+                  description: The PCIe link now and at most.
+                  type: dict
+                  contains:
+                    generation:
+                      description: Current link generation.
+                      type: int
+                    max_generation:
+                      description: Highest link generation.
+                      type: int
+                    width:
+                      description: Current link width.
+                      type: int
+                    max_width:
+                      description: Widest link width.
+                      type: int
+                temperature_c:
+                  description: GPU temperature in degrees Celsius.
+                  type: int
+                clock_event_reasons:
+                  description: Why the clocks are held back now (V(gpu_idle), V(sw_power_cap), V(hw_slowdown),
+                    V(sw_thermal_slowdown), V(hw_thermal_slowdown), V(hw_power_brake_slowdown), ...).
+                  type: list
+                  elements: str
+                fabric:
+                  description: The NVLink fabric state on NVSwitch systems; V(null) where NVML has no such call.
+                  type: dict
+                  contains:
+                    state:
+                      description: V(not_supported), V(not_started), V(in_progress), V(completed) or V(unknown).
+                      type: str
+                    status:
+                      description: V(success) or V(error N).
+                      type: str
+                    clique_id:
+                      description: The GPU's NVLink clique.
+                      type: int
+                lost:
+                  description: NVML reported the GPU lost or needing a reset.
+                  type: bool
+                verdict:
+                  description: V(ok) (nothing known is wrong), V(degraded) or V(unusable).
+                  type: str
+                reasons:
+                  description: Why the verdict is not V(ok), one sentence each.
+                  type: list
+                  elements: str
         visible:
           description: The GPUs a process started with this environment would see, by the CUDA driver's
             rules for E(CUDA_VISIBLE_DEVICES) and E(CUDA_DEVICE_ORDER) (docs/facts.md), with
@@ -152,43 +361,239 @@ ansible_facts:
             driver stops reading the list) and C(cuda_init_error), V(null) unless the list leaves CUDA
             no GPU; then C(code) (V(100) no device, V(101) a device named twice), C(name) and C(reason).
           type: dict
+          contains:
+            cuda_visible_devices:
+              description: The raw value of E(CUDA_VISIBLE_DEVICES); V(null) when unset.
+              type: str
+            device_order:
+              description: V(FASTEST_FIRST) or V(PCI_BUS_ID) (E(CUDA_DEVICE_ORDER)).
+              type: str
+            devices:
+              description: The visible GPUs, in CUDA order.
+              type: list
+              elements: dict
+              contains:
+                cuda_index:
+                  description: The index a CUDA process uses.
+                  type: int
+                index:
+                  description: The NVML index (C(gpus[].index)).
+                  type: int
+                uuid:
+                  description: The GPU's UUID.
+                  type: str
+                mig_uuid:
+                  description: The MIG device's UUID where the entry names one; V(null) otherwise.
+                  type: str
+            invalid_entry:
+              description: The first invalid entry, where CUDA stops reading the list; V(null) when none.
+              type: str
+            cuda_init_error:
+              description: How C(cuInit) fails when the list leaves CUDA no GPU; V(null) otherwise.
+              type: dict
+              contains:
+                code:
+                  description: V(100) (no device) or V(101) (a device named twice).
+                  type: int
+                name:
+                  description: The CUDA error's name.
+                  type: str
+                  sample: CUDA_ERROR_NO_DEVICE
+                reason:
+                  description: Why, in words.
+                  type: str
         pci:
-          description: Display-class PCI devices of NVIDIA, AMD and Intel with the kernel driver bound
-            to each (V(none) when unbound).
+          description: Display-class PCI devices (0300, 0302, 0380) of NVIDIA, AMD and Intel, from sysfs.
           type: list
           elements: dict
+          contains:
+            bus_id:
+              description: PCI bus id.
+              type: str
+              sample: "0000:3b:00.0"
+            vendor:
+              description: V(nvidia), V(amd) or V(intel).
+              type: str
+            vendor_id:
+              description: PCI vendor id.
+              type: str
+              sample: "0x10de"
+            device_id:
+              description: PCI device id.
+              type: str
+              sample: "0x2330"
+            class:
+              description: PCI class.
+              type: str
+              sample: "0x0302"
+            driver:
+              description: The kernel driver bound to the device (V(nvidia), V(nouveau), V(amdgpu),
+                V(vfio-pci), ...), V(none) when unbound.
+              type: str
+            numa_node:
+              description: The device's NUMA node; V(null) when the platform does not say.
+              type: int
+            cpu_list:
+              description: CPUs local to the device; V(null) when unknown.
+              type: str
         nvswitches:
-          description:
-            - NVSwitch devices on the PCI bus (NVIDIA, class 0680) with bus_id, device_id and driver; where there
-              are any, the GPUs need the fabric manager (the driver role installs it).
+          description: NVSwitch devices on the PCI bus (NVIDIA, class 0680); where there are any, the GPUs
+            need the fabric manager (the driver role installs it).
           type: list
           elements: dict
+          contains:
+            bus_id:
+              description: PCI bus id.
+              type: str
+            device_id:
+              description: PCI device id.
+              type: str
+            driver:
+              description: The kernel driver bound to it, V(none) when unbound.
+              type: str
         nvml:
-          description: NVML's status (V(ok), V(not_installed), V(library_not_found), V(driver_not_loaded),
-            V(version_mismatch), V(no_permission), V(gpu_lost), V(timeout), V(error)), message,
-            driver_version, cuda_driver_version and library_version.
+          description: What NVML answered.
           type: dict
+          contains:
+            status:
+              description: V(ok), V(not_installed), V(library_not_found), V(driver_not_loaded),
+                V(version_mismatch) (a reboot is pending), V(no_permission), V(gpu_lost), V(timeout) or V(error).
+              type: str
+            message:
+              description: NVML's error when the status is not V(ok).
+              type: str
+            driver_version:
+              description: The driver's version.
+              type: str
+              sample: "550.54.15"
+            cuda_driver_version:
+              description: The CUDA version the driver supports.
+              type: str
+              sample: "12.4"
+            library_version:
+              description: nvidia-ml-py's version; V(null) when not installed.
+              type: str
         amd:
           description: AMD GPUs with VRAM from sysfs, named by amdsmi or pyamdgpuinfo when installed.
           type: list
           elements: dict
+          contains:
+            bus_id:
+              description: PCI bus id.
+              type: str
+            name:
+              description: The name amdsmi or pyamdgpuinfo gives; V(null) without them.
+              type: str
+            chip:
+              description: The normalised chip name; V(null) when unknown.
+              type: str
+              sample: AMD Instinct MI300X
+            memory_mib:
+              description: VRAM in MiB.
+              type: int
+            driver:
+              description: The kernel driver bound to it.
+              type: str
+            source:
+              description: Where the figures come from, V(sysfs), V(amdsmi) or V(pyamdgpuinfo).
+              type: str
         tinygrad:
           description: tinygrad's version, the backend its C(Device.DEFAULT) selects here or why none,
             and the environment that selects each backend for that version.
           type: dict
+          contains:
+            installed:
+              description: tinygrad is importable by the probed interpreter.
+              type: bool
+            version:
+              description: tinygrad's version.
+              type: str
+              sample: 0.14.0
+            python:
+              description: The interpreter whose tinygrad was probed.
+              type: str
+            backend:
+              description: What C(Device.DEFAULT) selects here (V(CUDA), V(NV), V(AMD), V(CPU), V(CLANG), ...);
+                V(null) when none.
+              type: str
+            reason:
+              description: Why C(backend) is V(null); with a CPU backend, what it lacks.
+              type: str
+            select_env:
+              description: The environment that selects each backend (V(cuda), V(nv), V(amd), V(cpu)) for
+                this version; C({index}) stands for the GPU's position for tinygrad (docs/tinygrad.md).
+              type: dict
+              sample: {cuda: {DEV: CUDA}, nv: {DEV: "NVK:{index}+NV"}, amd: {DEV: "KFD:{index}+AMD"}, cpu: {DEV: CPU}}
+            visible_devices_env:
+              description: The variable that holds the GPU list for each backend, where the version has one.
+              type: dict
+              contains:
+                nv:
+                  description: The NV backend's variable; V(null) when the version has none.
+                  type: str
+                amd:
+                  description: The AMD backend's variable; V(null) when the version has none.
+                  type: str
+            guards:
+              description: What kept the probe off tinygrad's PCI fallback (mount namespace, variables,
+                blocked classes).
+              type: list
+              elements: str
         host:
-          description: CPU model, logical CPUs, NUMA nodes and memory in MiB.
+          description: The host's CPUs and memory.
           type: dict
+          contains:
+            cpu_model:
+              description: CPU model.
+              type: str
+            cpus:
+              description: Logical CPUs.
+              type: int
+            memory_mib:
+              description: Memory in MiB.
+              type: int
+            numa_nodes:
+              description: NUMA nodes with their CPUs.
+              type: list
+              elements: dict
+              contains:
+                node:
+                  description: NUMA node number.
+                  type: int
+                cpu_list:
+                  description: Its CPUs, in sysfs cpulist form.
+                  type: str
         libraries:
-          description: Versions of nvidia-ml-py, psutil and tinygrad, V(null) where missing.
+          description: Versions of the libraries the probe uses on the host; V(null) where missing.
           type: dict
+          contains:
+            pynvml:
+              description: nvidia-ml-py.
+              type: str
+            psutil:
+              description: psutil.
+              type: str
+            tinygrad:
+              description: tinygrad, as the module's own interpreter imports it.
+              type: str
         errors:
-          description: What went wrong, as stage, kind and message.
+          description: What went wrong, stage by stage; a field it cost is V(null).
           type: list
           elements: dict
+          contains:
+            stage:
+              description: The stage (V(pci), V(host), V(nvml), V(amd), V(tinygrad), ...).
+              type: str
+            kind:
+              description: What went wrong (V(timeout), V(crash), V(function_not_found), V(decode_error), ...).
+              type: str
+            message:
+              description: The details.
+              type: str
         timings_ms:
-          description: Milliseconds spent per stage.
+          description: Milliseconds spent per stage, keyed by stage.
           type: dict
+          sample: {pci: 1.1, host: 0.4, nvml: 38.0, tinygrad: 912.0}
 """
 
 import os
