@@ -5,6 +5,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.exo.plugins.module_utils import busy
 from ansible_collections.gpufleet.exo.plugins.module_utils.tinygrad_probe import BACKENDS
 
 GPU_BACKENDS = ("cuda", "nv", "amd")
@@ -58,6 +59,26 @@ def _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus):
         nvml["status"])
 
 
+def busy_backend(nvml, gpus, visible, tinygrad):
+    """Why the backend is cuda although tinygrad did not select a GPU: the GPU is busy. Else None.
+
+    On a GPU whose memory other processes hold, tinygrad may get no context (it then falls to
+    OpenCL or the CPU), and with any GPU busy the probe opens none (busy.py); that says nothing
+    about the GPUs, which NVML sees healthy, and the process holding one is often exo itself.
+    """
+    if not tinygrad.get("installed") or BACKENDS.get(tinygrad.get("backend")) in GPU_BACKENDS:
+        return None
+    if nvml["status"] != "ok" or visible.get("cuda_init_error") or not visible["devices"]:
+        return None
+    found = busy.busy_gpus(gpus)
+    if not found:
+        return None
+    # Without a backend, tinygrad.reason says why (not asked to open a device, or its error).
+    return "%s; NVML sees the visible GPUs healthy, so the backend is cuda%s" % (
+        busy.describe(found), " (tinygrad %s selected %s)" % (tinygrad.get("version"), tinygrad["backend"])
+        if tinygrad.get("backend") else "")
+
+
 def backend(pci_devices, nvml, gpus, visible, amd_gpus, tinygrad):
     """(backend, fallback_reason): tinygrad's own choice when it was probed, else from NVML and sysfs."""
     if tinygrad.get("installed"):
@@ -67,6 +88,8 @@ def backend(pci_devices, nvml, gpus, visible, amd_gpus, tinygrad):
             return "cpu", visible["cuda_init_error"]["reason"]
         if chosen in GPU_BACKENDS:
             return chosen, None
+        if busy_backend(nvml, gpus, visible, tinygrad):
+            return "cuda", None
         gpu_reason = _gpu_reason(pci_devices, nvml, gpus, visible, amd_gpus)
         if tinygrad.get("backend"):
             # Up to 0.13 tinygrad selects its CPU backend even without the compiler it needs.

@@ -93,7 +93,8 @@ OUTPUTS = ("exo_driver_decision", "exo_driver_plan", "exo_driver_result", "exo_d
            "exo_driver_reboot_required", "exo_driver_reboot_reason", "exo_driver_reboot_hosts")
 # The options of gpufleet.exo.device_facts that exo_driver_probe_options may set, by kind
 # (the module's DOCUMENTATION; the unit tests compare the two).
-PROBE_OPTIONS = {"timeout": "float", "tinygrad": "bool", "tinygrad_python": "path", "rootfs": "path"}
+PROBE_OPTIONS = {"timeout": "float", "tinygrad": "bool", "tinygrad_python": "path", "rootfs": "path",
+                 "backends": "list"}
 
 FACTS_HINT = ("gather them again with gpufleet.exo.device_facts from this collection "
               "(exo_driver_probe: always makes the role run it)")
@@ -147,12 +148,17 @@ def _as_probe_options(name, value):
                 options[key] = check_type_float(given)
                 if isinstance(given, bool) or not 0 < options[key] < math.inf:
                     raise TypeError(given)
+            elif kind == "list":
+                if not isinstance(given, list) or not all(isinstance(item, str) for item in given):
+                    raise TypeError(given)
+                options[key] = list(given)
             elif not isinstance(given, str) or not given.startswith("/"):
                 raise TypeError(given)
             else:
                 options[key] = given
         except TypeError:
-            wanted = {"bool": "true or false", "float": "a number of seconds above 0", "path": "an absolute path"}
+            wanted = {"bool": "true or false", "float": "a number of seconds above 0", "path": "an absolute path",
+                      "list": "a list of tinygrad backends (cuda, nv, amd, cpu)"}
             raise SettingError("%s.%s is %s; give %s" % (name, key, show(given), wanted[kind]))
     return options
 

@@ -17,6 +17,7 @@ import json
 import os.path
 import re
 
+from ansible_collections.gpufleet.exo.plugins.module_utils import backend_check
 from ansible_collections.gpufleet.exo.plugins.module_utils._settings import SettingError, as_bool, as_number, show
 from ansible_collections.gpufleet.exo.plugins.module_utils.decide import cpu_capabilities, gpu_capabilities
 from ansible_collections.gpufleet.exo.plugins.module_utils.health import VERDICTS
@@ -565,6 +566,7 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
     result = {"instances": [], "skipped": [], "errors": [], "warnings": [], "removed": [], "cpu_reason": None,
               "device_paths": [], "existing": existing}
     s, errors = settings(raw_settings)
+    result["backends"] = backend_check.to_check(s) if not errors else []
     if "exo_node_user" in s and "exo_node_user_adopt" in s:
         errors += check_account(s, account)
     if facts is not None:
@@ -607,6 +609,10 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
         errors += more_errors
         warnings += more_warnings
     errors += _port_errors(host, instances, s["exo_node_discovery"])
+    if not preview:
+        backend_errors, backend_warnings = backend_check.refusals(host, facts, s, instances)
+        errors += backend_errors
+        warnings += backend_warnings
     removed, removal_errors = _removals(host, facts, nvml_ok, instances, skipped, existing, s["exo_node_allow_removal"])
     result.update(instances=instances, skipped=skipped, errors=errors + removal_errors, warnings=warnings,
                   removed=removed,

@@ -15,6 +15,7 @@ import importlib.util
 import os
 import sys
 
+from ansible_collections.gpufleet.exo.plugins.module_utils import busy
 from ansible_collections.gpufleet.exo.plugins.module_utils import chips, health
 
 MIB = 1024 * 1024
@@ -110,6 +111,7 @@ def _gpu(session, index):
         "uuid": _text(session.call(where, "nvmlDeviceGetUUID", handle)),
         "name": _text(session.call(where, "nvmlDeviceGetName", handle)),
         "memory_total": memory.total if memory is not None else None,
+        "usage": _usage(session, where, handle, memory),
         "pci_bus_id": _text(pci_info.busId) if pci_info is not None else None,
         "compute_capability": list(capability) if capability is not None else None,
         "mig": _mig(session, where, handle),
@@ -117,6 +119,22 @@ def _gpu(session, index):
         "cores": session.call(where, "nvmlDeviceGetNumGpuCores", handle),
         "max_sm_clock_mhz": session.call(where, "nvmlDeviceGetMaxClockInfo", handle, CLOCK_SM),
         "health": health.query(session, where, handle),
+    }
+
+
+def _usage(session, where, handle, memory):
+    """Memory in use and the compute processes holding it: what tells a busy GPU from an unusable one.
+
+    The process list may fail on its own (older drivers lack the call): processes is then None.
+    """
+    # The versioned name: the plain one turns an old driver's FunctionNotFound into another class.
+    name = "nvmlDeviceGetComputeRunningProcesses"
+    processes = session.call(where, name + "_v3" if hasattr(session.nvml, name + "_v3") else name, handle)
+    return {
+        "used": memory.used if memory is not None else None,
+        "free": memory.free if memory is not None else None,
+        "processes": None if processes is None else [
+            {"pid": p.pid, "used_memory": getattr(p, "usedGpuMemory", None)} for p in processes],
     }
 
 
@@ -202,6 +220,23 @@ def _flops(raw, chip):
     return {"fp32": None, "fp16": None, "int8": None, "source": "unknown"}
 
 
+def _usage_facts(raw):
+    """memory_used_mib, memory_free_mib, processes, busy and busy_reason of a GPU's entry."""
+    def mib(value):
+        return value // MIB if value is not None else None
+    processes = raw.get("processes")
+    facts = {
+        "memory_used_mib": mib(raw.get("used")),
+        "memory_free_mib": mib(raw.get("free")),
+        "processes": None if processes is None else [
+            {"pid": p["pid"], "used_memory_mib": mib(p["used_memory"])} for p in processes],
+    }
+    facts["busy_reason"] = busy.reason(facts)
+    # Unknown without the memory figures: nothing tells busy from idle then.
+    facts["busy"] = bool(facts["busy_reason"]) if raw.get("used") is not None or processes else None
+    return facts
+
+
 def shape(raw, pci_devices):
     """The published entry for one GPU, merged with what sysfs says about its PCI device."""
     memory_mib = raw["memory_total"] // MIB if raw.get("memory_total") is not None else None
@@ -217,6 +252,7 @@ def shape(raw, pci_devices):
         "name": raw.get("name"),
         "chip": chip["chip"] if chip else None,
         "memory_mib": memory_mib,
+        **_usage_facts(raw.get("usage") or {}),
         "pci_bus_id": bus_id,
         "compute_capability": "%d.%d" % tuple(capability) if capability else None,
         "architecture": chips.architecture(*capability) if capability else None,

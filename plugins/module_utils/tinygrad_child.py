@@ -23,6 +23,16 @@ GPU's sibling PCI functions). The probe must never take that path, so the child:
 It prints one JSON object on its original stdout: ``installed``, ``version``, ``backend``,
 ``reason``, ``guards`` and ``python``. docs/tinygrad.md has the per-version facts behind the
 tables below, with citations.
+
+Two more modes, chosen by the arguments after ``-c <text>``:
+
+- ``version``: only whether tinygrad is installed and its version, read from its metadata; no
+  device is opened (the probe's answer where a GPU is busy, see busy.py).
+- ``check <json>``: whether one backend opens and computes a one-element kernel under the
+  environment an exo instance forcing it gets (``check_env``); the JSON names the backend and
+  the GPU (``{"backend": "cuda", "gpu": {"index": 0, "uuid": "GPU-..."}}``, gpu null for cpu).
+  The answer adds ``ok``, ``device`` (tinygrad's ``Device.DEFAULT`` there), ``error`` (tinygrad's
+  exception as type and message) and ``env``.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -266,17 +276,41 @@ def cpu_compiler_missing(row):
     return None if shutil.which(name) else name
 
 
-def probe(result):
-    """Fill ``result`` with tinygrad's choice, with every guard in place first."""
-    # python -c puts the working directory first on sys.path: a tinygrad folder there is not
-    # what exo imports.
-    while "" in sys.path:
-        sys.path.remove("")
+def selected_device(select_env):
+    """The tinygrad device a backend's select_env forces: "NVK:0+NV" -> NV, {"CLANG": "1"} -> CLANG."""
+    if "DEV" in select_env:
+        return select_env["DEV"].rpartition("+")[2]
+    return next(name for name, value in sorted(select_env.items()) if value == "1")
+
+
+def check_env(row, backend, gpu):
+    """The variables of an exo instance that forces ``backend`` on ``gpu`` (None: the CPU instance).
+
+    As the node role writes them (node_plan.py): the CPU instance hides every GPU from CUDA; a GPU
+    instance names its GPU by UUID in PCI order and by index in tinygrad's own list.
+    """
+    index = gpu["index"] if gpu else 0
+    env = {}
+    if backend == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    elif gpu:
+        env.update(CUDA_VISIBLE_DEVICES=gpu["uuid"], CUDA_DEVICE_ORDER="PCI_BUS_ID")
+        if row["visible_devices_env"].get("nv"):
+            env[row["visible_devices_env"]["nv"]] = str(index)
+    env.update((name, value.replace("{index}", str(index))) for name, value in row["select_env"][backend].items())
+    return env
+
+
+def _guarded(result, env=None):
+    """Install every guard and import tinygrad's Device: (row, Device), or None with the reason set.
+
+    ``env`` is set after the caller's environment is cleared, before tinygrad is imported.
+    """
     installed, version = installed_version()
     result["version"] = version
     if not installed:
         result["reason"] = "tinygrad is not installed for this interpreter"
-        return
+        return None
     result["installed"] = True
     row = version_row(version)[1]
     guards = result["guards"]
@@ -288,13 +322,57 @@ def probe(result):
     for name, value in sorted(row["guard_env"].items()):
         os.environ[name] = value
         guards.append("env set: %s=%s" % (name, value))
+    if env is not None:
+        env = env(row)
+        os.environ.update(env)
+        result["env"] = env
     try:
         from tinygrad.device import Device
     except Exception as exc:
         result["reason"] = "importing tinygrad failed: %s: %s" % (type(exc).__name__, exc)
-        return
+        return None
     for path in row["blocked"]:
         block(path, guards)
+    return row, Device
+
+
+def _error(exc):
+    return {"type": type(exc).__name__, "message": str(exc).strip()[:2000]}
+
+
+def check(result, request):
+    """Fill ``result`` with whether the requested backend opens and computes, every guard in place."""
+    backend, gpu = request["backend"], request.get("gpu")
+    result.update(backend=backend, ok=False, device=None, error=None, env=None)
+    guarded = _guarded(result, lambda row: check_env(row, backend, gpu))
+    if guarded is None:
+        return
+    row, Device = guarded
+    expected = selected_device(row["select_env"][backend])
+    try:
+        device = Device.DEFAULT
+        result["device"] = device
+        if device != expected:
+            result["error"] = {"type": "WrongDevice", "message": "tinygrad selected %s, not %s, under %s" % (
+                device, expected, " ".join("%s=%s" % item for item in sorted(result["env"].items())))}
+            return
+        from tinygrad import Tensor
+        value = (Tensor([1.0], device=device) + 1).tolist()
+    except Exception as exc:
+        result["error"] = _error(exc)
+        return
+    if value != [2.0]:
+        result["error"] = {"type": "WrongResult", "message": "1 + 1 computed on %s gave %r" % (device, value)}
+        return
+    result["ok"] = True
+
+
+def probe(result):
+    """Fill ``result`` with tinygrad's choice, with every guard in place first."""
+    guarded = _guarded(result)
+    if guarded is None:
+        return
+    row, Device = guarded
     try:
         backend = Device.DEFAULT
     except Exception as exc:
@@ -318,8 +396,18 @@ def main():
     os.dup2(null, 2)
     result = {"installed": False, "version": None, "backend": None, "reason": None, "guards": [],
               "python": sys.executable}
+    args = sys.argv[1:]
+    # python -c puts the working directory first on sys.path: a tinygrad folder there is not
+    # what exo imports.
+    while "" in sys.path:
+        sys.path.remove("")
     try:
-        probe(result)
+        if args[:1] == ["version"]:
+            result["installed"], result["version"] = installed_version()
+        elif args[:1] == ["check"]:
+            check(result, json.loads(args[1]))
+        else:
+            probe(result)
     except BaseException as exc:
         result["reason"] = "probe failed: %s: %s" % (type(exc).__name__, exc)
     data = json.dumps(result).encode("utf-8")

@@ -90,6 +90,45 @@ def interpret(raw, python=None):
     return section
 
 
+def stage_argv(python, mode=None, backend=None, gpu=None):
+    """The child's command: the probe (mode None), ``version``, or ``check`` of one backend on gpu."""
+    argv = [python, "-c", SCRIPT]
+    if mode == "version":
+        argv.append("version")
+    elif mode == "check":
+        gpu = {"index": gpu["index"], "uuid": gpu["uuid"]} if gpu else None
+        argv += ["check", json.dumps({"backend": backend, "gpu": gpu})]
+    return argv
+
+
+def check_entry(raw, gpu=None, failure=None):
+    """One backend's entry in ``tinygrad.backends``, from the child's ``check`` answer.
+
+    status: ok (it opened and computed 1 + 1), failed (``error`` holds tinygrad's exception, or
+    what stopped the child), or skipped (``reason``: why it was not tried).
+    """
+    entry = {"status": "failed", "device": None, "gpu": gpu["uuid"] if gpu else None, "env": None,
+             "error": None, "reason": None}
+    if failure is not None:
+        entry["error"] = failure
+    elif not raw.get("installed"):
+        entry["error"] = {"type": "NotInstalled", "message": raw.get("reason") or "tinygrad is not installed"}
+    elif raw.get("error") is None and not raw.get("ok"):
+        entry["error"] = {"type": "ImportError", "message": raw.get("reason") or "tinygrad gave no answer"}
+    else:
+        entry.update(device=raw.get("device"), env=raw.get("env"), error=raw.get("error"))
+        if raw.get("ok"):
+            entry["status"] = "ok"
+    if entry["error"]:
+        entry["reason"] = "%s: %s" % (entry["error"]["type"], entry["error"]["message"])
+    return entry
+
+
+def skipped_entry(gpu, reason):
+    return {"status": "skipped", "device": None, "gpu": gpu["uuid"] if gpu else None, "env": None, "error": None,
+            "reason": reason}
+
+
 def _failed(python, reason):
     return {"installed": None, "version": None, "python": python, "backend": None, "reason": reason,
             "select_env": None, "visible_devices_env": None, "guards": []}

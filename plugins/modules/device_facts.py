@@ -41,6 +41,20 @@ options:
         for a quick inventory.
     type: bool
     default: true
+  backends:
+    description:
+      - Backends whose opening to check, each in a child of O(tinygrad_python) with the probe's guards,
+        under the environment an exo instance forcing it gets (the CPU instance's, or a GPU instance's
+        pinned to one idle GPU); the result is C(tinygrad.backends), per backend V(ok), V(failed) with
+        tinygrad's error (type and message), or V(skipped) with the reason.
+      - Each check opens its device and compiles and runs a one-element kernel (about a second), so
+        none is made by default.
+      - A GPU backend is never checked on a busy GPU (one whose memory other processes hold); with
+        every GPU busy it is V(skipped).
+    type: list
+    elements: str
+    choices: [cuda, nv, amd, cpu]
+    default: []
   tinygrad_python:
     description:
       - The Python interpreter whose tinygrad to probe, for example the one of exo's virtualenv
@@ -90,6 +104,15 @@ EXAMPLES = r"""
   gpufleet.exo.device_facts:
     tinygrad_python: /opt/exo/bin/python
 
+- name: Check that tinygrad's CUDA and CPU backends open and compute
+  gpufleet.exo.device_facts:
+    backends: [cuda, cpu]
+
+- name: Show each backend's answer
+  ansible.builtin.debug:
+    msg: "{{ item.key }}: {{ item.value.status }} {{ item.value.reason or '' }}"
+  loop: "{{ ansible_facts.device_capabilities.tinygrad.backends | dict2items }}"
+
 # As part of fact gathering, in a play: gather_facts reads the variable ansible_facts_modules
 # (module_defaults of gather_facts would pass facts_modules on to setup, which refuses it).
 - name: Gather the standard facts and the device facts
@@ -125,6 +148,10 @@ ansible_facts:
           description: Why the backend is V(cpu); V(null) otherwise.
           type: str
           sample: "no GPU on the PCI bus; tinygrad 0.14.0 found no usable device (no usable devices)"
+        backend_reason:
+          description: Why the backend is V(cuda) although tinygrad did not select a GPU, a busy GPU
+            (other processes hold its memory) that NVML sees healthy; V(null) otherwise.
+          type: str
         driver_needed:
           description: NVIDIA GPU hardware is on the bus but its driver is missing or not loaded.
           type: bool
@@ -192,6 +219,31 @@ ansible_facts:
               description: Total memory in MiB.
               type: int
               sample: 81559
+            memory_used_mib:
+              description: Memory in use in MiB (the driver's own reservation included); V(null) when NVML
+                does not say.
+              type: int
+            memory_free_mib:
+              description: Free memory in MiB; V(null) when NVML does not say.
+              type: int
+            processes:
+              description: The compute processes NVML lists on the GPU; V(null) when NVML does not say.
+              type: list
+              elements: dict
+              contains:
+                pid:
+                  description: Process id, in the host's PID namespace.
+                  type: int
+                used_memory_mib:
+                  description: The memory it holds in MiB; V(null) when NVML does not say.
+                  type: int
+            busy:
+              description: Other processes hold the GPU's memory, so that opening it could take memory they
+                need; V(null) when NVML reported neither memory nor processes.
+              type: bool
+            busy_reason:
+              description: Why C(busy) is true; V(null) otherwise.
+              type: str
             pci_bus_id:
               description: PCI bus id in sysfs form (lower case, 4-digit domain).
               type: str
@@ -499,7 +551,9 @@ ansible_facts:
               type: str
         tinygrad:
           description: tinygrad's version, the backend its C(Device.DEFAULT) selects here or why none,
-            and the environment that selects each backend for that version.
+            and the environment that selects each backend for that version; with O(backends),
+            C(backends) holds each checked backend's C(status), C(device), C(gpu), C(env), C(error)
+            and C(reason).
           type: dict
           contains:
             installed:
@@ -608,6 +662,7 @@ def main():
         argument_spec=dict(
             timeout=dict(type="float", default=10.0),
             tinygrad=dict(type="bool", default=True),
+            backends=dict(type="list", elements="str", choices=["cuda", "nv", "amd", "cpu"], default=[]),
             tinygrad_python=dict(type="path"),
             rootfs=dict(type="path", default="/"),
         ),
@@ -620,7 +675,7 @@ def main():
         module.fail_json(msg="rootfs %s is not a directory: give the root of the host to probe, or leave it at /"
                          % params["rootfs"])
     facts = gather(rootfs=params["rootfs"], timeout=params["timeout"], tinygrad=params["tinygrad"],
-                   tinygrad_python=params["tinygrad_python"])
+                   tinygrad_python=params["tinygrad_python"], backends=params["backends"])
     module.exit_json(changed=False, ansible_facts={"device_capabilities": facts})
 
 

@@ -26,9 +26,10 @@ def uuid(i):
     return "GPU-%08x-1111-2222-3333-444455556666" % (0x9b7c0000 + i)
 
 
-def h100(i, minor=None, memory_mib=81559, name="NVIDIA H100 80GB HBM3", mig=None):
+def h100(i, minor=None, memory_mib=81559, name="NVIDIA H100 80GB HBM3", mig=None, **usage):
     return simnvml.gpu(name, memory_mib, uuid=uuid(i), pci_bus_id=bus(i), minor=i if minor is None else minor,
-                       cc=(9, 0), numa_node=i // 2, cpu_affinity="%d-%d" % (8 * i, 8 * i + 7), mig=mig)
+                       cc=(9, 0), numa_node=i // 2, cpu_affinity="%d-%d" % (8 * i, 8 * i + 7), mig=mig,
+                       **usage)
 
 
 MIG = dict(current=1, pending=1, devices=[
@@ -52,6 +53,9 @@ HOSTS = {
                      {}),
     "cpu_only": (None, {}),
     "nvml_broken": ([h100(0)], {"init_error": "DRIVER_NOT_LOADED"}),
+    # GPU 0 serves (an exo node, pid 4242, holds all but 63 MiB, as on the real H100 of
+    # busy_gpu.txt); GPU 1 is idle with what the real idle H100 shows as used.
+    "busy": ([h100(0, memory_used_mib=81496, processes=[(4242, 81016)]), h100(1, memory_used_mib=480)], {}),
 }
 
 # The real host of tests/fixtures/real-h100 (nvidia-smi -q, nvidia-smi --query-gpu and its sysfs in

@@ -151,7 +151,9 @@ struct nvmlDevice_st {
     char name[256];
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     unsigned long long memory_mib;
-    /* full GPU */
+    /* full GPU: memory held by processes, and those processes as "pid:MiB,pid:MiB" */
+    unsigned long long memory_used_mib;
+    char processes[1024];
     unsigned int pci_domain, pci_bus, pci_device;
     unsigned int pci_device_id, pci_subsystem_id;
     unsigned int minor;
@@ -306,6 +308,8 @@ static const struct field GPU_FIELDS[] = {
     DEVICE_FIELD("name", F_STRING, name, NO_FLAG),
     DEVICE_FIELD("uuid", F_STRING, uuid, NO_FLAG),
     DEVICE_FIELD("memory_mib", F_ULL, memory_mib, NO_FLAG),
+    DEVICE_FIELD("memory_used_mib", F_ULL, memory_used_mib, NO_FLAG),
+    DEVICE_FIELD("processes", F_STRING, processes, NO_FLAG),
     DEVICE_FIELD("pci_bus_id", F_PCI_BUS_ID, pci_domain, NO_FLAG),
     DEVICE_FIELD("pci_device_id", F_UINT, pci_device_id, NO_FLAG),
     DEVICE_FIELD("pci_subsystem_id", F_UINT, pci_subsystem_id, NO_FLAG),
@@ -862,8 +866,8 @@ API nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memo
     CHECK(enter_device(__func__, device, &d));
     if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
     memory->total = d->memory_mib << 20;
-    memory->used = 0;
-    memory->free = memory->total;
+    memory->used = d->memory_used_mib << 20;
+    memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
 }
 
@@ -876,8 +880,44 @@ API nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
     memory->total = d->memory_mib << 20;
     memory->reserved = 0;
-    memory->used = 0;
-    memory->free = memory->total;
+    memory->used = d->memory_used_mib << 20;
+    memory->free = memory->total - memory->used;
+    return NVML_SUCCESS;
+}
+
+typedef struct {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_v3_t;
+
+/* NVML's contract: with too small an array, the count needed and INSUFFICIENT_SIZE. */
+API nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                         nvmlProcessInfo_v3_t *infos)
+{
+    struct nvmlDevice_st *d;
+    const char *p;
+    unsigned int count = 0, pid;
+    unsigned long long mib;
+    int consumed;
+    CHECK(enter_device(__func__, device, &d));
+    if (!infoCount) return NVML_ERROR_INVALID_ARGUMENT;
+    for (p = physical(d)->processes; sscanf(p, "%u:%llu%n", &pid, &mib, &consumed) == 2; p += consumed) {
+        if (infos && count < *infoCount) {
+            infos[count].pid = pid;
+            infos[count].usedGpuMemory = mib << 20;
+            infos[count].gpuInstanceId = 0xFFFFFFFFu;
+            infos[count].computeInstanceId = 0xFFFFFFFFu;
+        }
+        count++;
+        if (*(p + consumed) == ',') p++;
+    }
+    if (count > *infoCount || (count && !infos)) {
+        *infoCount = count;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    *infoCount = count;
     return NVML_SUCCESS;
 }
 #endif

@@ -49,7 +49,9 @@ Behaviour worth knowing
     IsMigDeviceHandle, GetDeviceHandleFromMigDeviceHandle, and the physical GPU's PCI info,
     compute capability, architecture, NUMA node, CPU affinity and clocks. Max MIG device count is
     0 while MIG is disabled; GetMigDeviceHandleByIndex answers NOT_FOUND for an empty slot below
-    it. Memory is reported all free. ``errors`` matches a call by C function name and by the GPU
+    it. Memory is all free unless a GPU's ``memory_used_mib`` says otherwise;
+    GetComputeRunningProcesses_v3 lists the GPU's ``processes`` (pid and MiB).
+    ``errors`` matches a call by C function name and by the GPU
     index the call concerns (a MIG handle's parent; the index argument of GetHandleByIndex).
 """
 
@@ -87,6 +89,7 @@ FUNCTIONS = (
     "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMinorNumber", "nvmlDeviceGetCudaComputeCapability",
     "nvmlDeviceGetCpuAffinity", "nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetNumaNodeId",
     "nvmlDeviceGetNumGpuCores", "nvmlDeviceGetArchitecture",
+    "nvmlDeviceGetComputeRunningProcesses_v3",
     "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
     "nvmlDeviceIsMigDeviceHandle", "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
     "nvmlDeviceGetGpuInstanceId", "nvmlDeviceGetComputeInstanceId",
@@ -99,6 +102,7 @@ FUNCTIONS = (
 
 # Calls an R418-era driver does not export (the ``legacy`` variant leaves them out).
 LEGACY_OMITTED = (
+    "nvmlDeviceGetComputeRunningProcesses_v3",
     "nvmlSystemGetCudaDriverVersion_v2", "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetNumaNodeId",
     "nvmlDeviceGetNumGpuCores", "nvmlDeviceGetArchitecture", "nvmlDeviceGetMigMode",
     "nvmlDeviceGetMaxMigDeviceCount", "nvmlDeviceGetMigDeviceHandleByIndex",
@@ -295,7 +299,7 @@ def _health(health):
 
 def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cores=None,
         max_sm_clock_mhz=None, numa_node=None, cpu_affinity=None, mig=None, name_bytes=None,
-        pci_device_id=None, architecture=None, health=None):
+        pci_device_id=None, architecture=None, memory_used_mib=0, processes=(), health=None):
     """One simulated GPU, as a dict for write_config.
 
     uuid, pci_bus_id and minor default to values derived from the GPU's position in the list.
@@ -303,7 +307,8 @@ def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cor
     mig None is a non-MIG part. mig=dict(current=1, pending=1, devices=[dict(memory_mib=..., uuid=...,
     gi=..., ci=..., name=...)], max_devices=7). name_bytes (raw bytes) overrides name, for names
     that are not UTF-8. pci_device_id is the PCI device id (0x2330), architecture an
-    nvmlDeviceArchitecture_t (default: from cc).
+    nvmlDeviceArchitecture_t (default: from cc). memory_used_mib is the memory NVML reports in use
+    (the rest is free); processes the compute processes on the GPU as (pid, used MiB) pairs.
     health: {group: values} for HEALTH_GROUPS, e.g.
     dict(ecc=(1, 1, 0, 0), remapped_rows=(0, 0, 1, 0), pcie=(5, 5, 16, 16), fabric=(3, 0, 1)).
     """
@@ -350,8 +355,22 @@ def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cor
         "pci_device_id": None if pci_device_id is None else _check_int("pci_device_id", pci_device_id, 0, 0xFFFF),
         "architecture": (ARCHITECTURE_BY_CC.get(cc, ARCH_UNKNOWN) if architecture is None
                          else _check_int("architecture", architecture, 0, ARCH_UNKNOWN)),
+        "memory_used_mib": _check_int("memory_used_mib", memory_used_mib, 0, memory_mib),
+        "processes": _processes(processes),
         "health": _health(health or {}),
     }
+
+
+def _processes(processes):
+    """(pid, used MiB) pairs, checked; the config line holds about 60 of them."""
+    checked = []
+    for entry in processes:
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+            raise ValueError("processes must be (pid, used MiB) pairs, got %r" % (entry,))
+        checked.append((_check_int("process pid", entry[0], 1), _check_int("process used MiB", entry[1], 0)))
+    if len(checked) > 60:
+        raise ValueError("the simulated NVML holds at most 60 processes per GPU, got %d" % len(checked))
+    return checked
 
 
 def default_uuid(index):
@@ -453,7 +472,9 @@ def write_config(path, gpus, init_error=None, driver_version="550.54.15", cuda_v
                   "pci_bus_id=" + spec["pci_bus_id"],
                   "minor=%d" % spec["minor"],
                   "compute_capability=%d.%d" % spec["cc"],
-                  "architecture=%d" % spec["architecture"]]
+                  "architecture=%d" % spec["architecture"],
+                  "memory_used_mib=%d" % spec["memory_used_mib"],
+                  "processes=" + ",".join("%d:%d" % entry for entry in spec["processes"])]
         if spec["pci_device_id"] is not None:
             lines.append("pci_device_id=0x%08X" % (spec["pci_device_id"] << 16 | NVIDIA_VENDOR_ID))
         optional = (("cores", spec["cores"]), ("max_sm_clock_mhz", spec["max_sm_clock_mhz"]),

@@ -90,3 +90,67 @@ def test_script_read_from_a_zip_archive_runs_in_the_child(tmp_path, python):
     # No tinygrad in an isolated pyenv interpreter: the child ran and said so.
     assert seen["child"]["python"] == python and seen["child"]["installed"] is False
     assert seen["child"]["reason"] == "tinygrad is not installed for this interpreter"
+
+
+# --- the environment of a backend check: what the node role gives an instance ---------------
+
+@pytest.mark.parametrize("version, backend, device", [
+    ("0.10.0", "cpu", "CLANG"), ("0.10.2", "cpu", "CPU"), ("0.14.0", "cpu", "CPU"),
+    ("0.10.0", "nv", "NV"), ("0.11.0", "nv", "NV"), ("0.14.0", "nv", "NV"),
+    ("0.10.3", "amd", "AMD"), ("0.14.0", "amd", "AMD"), ("0.10.0", "cuda", "CUDA"), ("0.14.0", "cuda", "CUDA"),
+])
+def test_selected_device_is_what_select_env_forces(version, backend, device):
+    row = tinygrad_child.version_row(version)[1]
+    assert tinygrad_child.selected_device(row["select_env"][backend]) == device
+
+
+GPU = {"index": 2, "uuid": "GPU-9b7c0002-1111-2222-3333-444455556666"}
+
+
+@pytest.mark.parametrize("version, backend, gpu, expected", [
+    # The CPU instance hides every GPU from CUDA.
+    ("0.10.0", "cpu", None, {"CUDA_VISIBLE_DEVICES": "", "CLANG": "1"}),
+    ("0.14.0", "cpu", None, {"CUDA_VISIBLE_DEVICES": "", "DEV": "CPU"}),
+    # A GPU instance: its UUID in PCI order, its index in tinygrad's NV list where there is one.
+    ("0.10.0", "nv", GPU, {"CUDA_VISIBLE_DEVICES": GPU["uuid"], "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                           "VISIBLE_DEVICES": "2", "NV": "1"}),
+    ("0.12.0", "cuda", GPU, {"CUDA_VISIBLE_DEVICES": GPU["uuid"], "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                             "HCQ_VISIBLE_DEVICES": "2", "DEV": "CUDA"}),
+    ("0.14.0", "nv", GPU, {"CUDA_VISIBLE_DEVICES": GPU["uuid"], "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                           "DEV": "NVK:2+NV"}),
+    # No GPU known (no NVML): tinygrad's own first GPU.
+    ("0.10.0", "cuda", None, {"CUDA": "1"}),
+])
+def test_check_env_is_the_instance_environment(version, backend, gpu, expected):
+    row = tinygrad_child.version_row(version)[1]
+    assert tinygrad_child.check_env(row, backend, gpu) == expected
+
+
+def test_stage_argv_names_the_mode():
+    assert tinygrad_probe.stage_argv("/py") == ["/py", "-c", tinygrad_probe.SCRIPT]
+    assert tinygrad_probe.stage_argv("/py", "version")[3:] == ["version"]
+    check = tinygrad_probe.stage_argv("/py", "check", "nv", dict(GPU, name="ignored"))
+    assert check[3] == "check" and json.loads(check[4]) == {"backend": "nv", "gpu": GPU}
+
+
+@pytest.mark.parametrize("raw, gpu, failure, expected", [
+    ({"installed": True, "ok": True, "device": "CPU", "env": {"DEV": "CPU"}, "error": None}, None, None,
+     {"status": "ok", "device": "CPU", "gpu": None, "env": {"DEV": "CPU"}, "error": None, "reason": None}),
+    ({"installed": True, "ok": False, "device": "CLANG", "env": {"CLANG": "1"},
+      "error": {"type": "FileNotFoundError", "message": "no clang"}}, None, None,
+     {"status": "failed", "device": "CLANG", "gpu": None, "env": {"CLANG": "1"},
+      "error": {"type": "FileNotFoundError", "message": "no clang"}, "reason": "FileNotFoundError: no clang"}),
+    ({"installed": False, "reason": "tinygrad is not installed for this interpreter"}, GPU, None,
+     {"status": "failed", "device": None, "gpu": GPU["uuid"], "env": None,
+      "error": {"type": "NotInstalled", "message": "tinygrad is not installed for this interpreter"},
+      "reason": "NotInstalled: tinygrad is not installed for this interpreter"}),
+    ({"installed": True, "ok": False, "error": None, "reason": "importing tinygrad failed: X"}, None, None,
+     {"status": "failed", "device": None, "gpu": None, "env": None,
+      "error": {"type": "ImportError", "message": "importing tinygrad failed: X"},
+      "reason": "ImportError: importing tinygrad failed: X"}),
+    (None, GPU, {"type": "timeout", "message": "no answer within 10.0 s"},
+     {"status": "failed", "device": None, "gpu": GPU["uuid"], "env": None,
+      "error": {"type": "timeout", "message": "no answer within 10.0 s"}, "reason": "timeout: no answer within 10.0 s"}),
+])
+def test_check_entry(raw, gpu, failure, expected):
+    assert tinygrad_probe.check_entry(raw, gpu, failure) == expected
