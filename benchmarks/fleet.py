@@ -30,6 +30,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -97,6 +98,8 @@ def main():
     if os.geteuid() != 0:
         parser.error("the lab creates network namespaces: run as root")
 
+    # Stopped with SIGTERM (or SIGINT, which background jobs ignore), the labs still go away.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by signal %d" % signum))
     work = tempfile.mkdtemp(prefix="fleet-bench-")
     plays = {}
     for name, text in (("setup", SETUP_PLAY), ("serial", RECIPE), ("parallel", PARALLEL)):
