@@ -14,8 +14,8 @@ from tests.simulated import nvml as sim
 from tests.simulated import sysfs as simsysfs
 
 DRIVER = "550.54.15"  # what the simulated NVML reports
-UNITS = ["nvidia-persistenced.service"]
-SWITCHES = ["0000:05:00.0", "0000:06:00.0"]
+UNITS = ("nvidia-persistenced.service",)
+SWITCHES = ("0000:05:00.0", "0000:06:00.0")
 
 
 def gpus(fabric):
