@@ -23,7 +23,6 @@ import sys
 import pytest
 
 from tests.simulated import hosts as simhosts
-from tests.simulated import sysfs as simsysfs
 from tests.unit.conftest import REPO, run_module
 
 TIMEOUT = 300
