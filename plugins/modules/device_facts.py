@@ -593,6 +593,57 @@ ansible_facts:
                 blocked classes).
               type: list
               elements: str
+            backends:
+              description: The checks O(backends) asked for, by backend; only the backends asked for are
+                keys, and none without O(backends).
+              type: dict
+              returned: when O(backends) is set
+              contains:
+                cuda:
+                  description: The CUDA backend's check.
+                  type: dict
+                  contains: &backend_check
+                    status:
+                      description: V(ok) (opened and ran a one-element kernel), V(failed) or V(skipped).
+                      type: str
+                    device:
+                      description: The tinygrad device opened.
+                      type: str
+                      sample: CUDA
+                    gpu:
+                      description: The UUID of the idle GPU it was pinned to; V(null) for the CPU.
+                      type: str
+                    env:
+                      description: The environment of the check, the one an exo instance forced onto the
+                        backend gets.
+                      type: dict
+                      sample: {CUDA_VISIBLE_DEVICES: GPU-9b7c0000-1111-2222-3333-444455556666, CUDA_DEVICE_ORDER: PCI_BUS_ID, DEV: CUDA}
+                    error:
+                      description: tinygrad's error when the check failed; V(null) otherwise.
+                      type: dict
+                      contains:
+                        type:
+                          description: The exception's type.
+                          type: str
+                          sample: FileNotFoundError
+                        message:
+                          description: Its message.
+                          type: str
+                    reason:
+                      description: Why the status is not V(ok); V(null) otherwise.
+                      type: str
+                nv:
+                  description: The NV backend's check, as C(cuda).
+                  type: dict
+                  contains: *backend_check
+                amd:
+                  description: The AMD backend's check, as C(cuda).
+                  type: dict
+                  contains: *backend_check
+                cpu:
+                  description: The CPU backend's check, as C(cuda).
+                  type: dict
+                  contains: *backend_check
         host:
           description: The host's CPUs and memory.
           type: dict

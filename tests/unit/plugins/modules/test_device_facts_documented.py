@@ -7,6 +7,8 @@ the simulated hosts of tests/simulated/hosts.py and a few more that fill every l
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 import pytest
 import yaml
 
@@ -17,8 +19,15 @@ from tests.simulated import sysfs as simsysfs
 from tests.unit.conftest import run_module
 
 # Dicts keyed by data rather than by a fixed set of names: documented as a whole, their keys not
-# one by one (tinygrad stages, backend names, each tinygrad version's own variables).
-MAPS = {"timings_ms", "tinygrad.select_env"}
+# one by one (tinygrad stages, each tinygrad version's own variables, environments).
+MAPS = {"timings_ms", "tinygrad.select_env", "tinygrad.backends.*.env"}
+# The backends' checks share one shape (one YAML anchor in RETURN): compared as one, so that a key
+# one backend's check returns here (an error) counts for all.
+SAME_SHAPE = re.compile(r"^(tinygrad\.backends)\.[a-z]+\.")
+
+
+def normal(path):
+    return SAME_SHAPE.sub(r"\1.*.", path)
 # A deadline no stage misses on a loaded machine: a stage that timed out would hide its keys.
 ARGS = {"timeout": 60}
 
@@ -28,13 +37,13 @@ def documented(entries, prefix=""):
     paths, bare = set(), set()
     for name, entry in entries.items():
         path = prefix + name
-        paths.add(path)
+        paths.add(normal(path))
         if "contains" in entry:
             inner, inner_bare = documented(entry["contains"], path + ("[]." if entry["type"] == "list" else "."))
             paths |= inner
             bare |= inner_bare
         elif entry["type"] == "dict" or entry.get("elements") == "dict":
-            bare.add(path)
+            bare.add(normal(path))
     return paths, bare
 
 
@@ -42,8 +51,8 @@ def returned(value, prefix, paths):
     """Add the paths of every key in value, list elements as "[]"."""
     if isinstance(value, dict):
         for name, inner in value.items():
-            paths.add(prefix + name)
-            if prefix + name not in MAPS:
+            paths.add(normal(prefix + name))
+            if normal(prefix + name) not in MAPS:
                 returned(inner, prefix + name + ".", paths)
     elif isinstance(value, list):
         for inner in value:
@@ -76,8 +85,9 @@ def facts(tmp_path_factory, nvml_lib):
     for root, gpus, env in extra_hosts(tmp):
         env.update(simnvml.environment(nvml_lib, simnvml.write_config(str(tmp / "extra.conf"), gpus)))
         runs.append(run_module(tmp, dict(ARGS, rootfs=root, tinygrad=False), env))
-    # tinygrad's stage as it runs here, with this interpreter's tinygrad.
-    runs.append(run_module(tmp, dict(ARGS, rootfs=str(tmp / "extra"))))
+    # tinygrad's stage as it runs here, with this interpreter's tinygrad, and every backend's check.
+    env, root = simhosts.write(str(tmp), "backends", nvml_lib, *simhosts.HOSTS["one"])
+    runs.append(run_module(tmp, dict(ARGS, rootfs=root, backends=["cuda", "nv", "amd", "cpu"]), env))
     assert all(run.facts for run in runs), [run.result for run in runs if not run.facts]
     return [run.facts for run in runs]
 
