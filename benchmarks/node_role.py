@@ -177,10 +177,12 @@ def inventory(tmp, lib, hosts, **common):
 
 def render(tree, templates, tmp, lib, instances=None):
     """{path: bytes} of what tree plans and renders with templates (instances: a plan to render instead)."""
+    # The same configuration directory for every render: its path is in the files.
+    config_dir = os.path.join(tmp, "etc")
     tmp = tempfile.mkdtemp(dir=tmp)
     out = os.path.join(tmp, "out")
     inv = inventory(tmp, lib, HOSTS, case_out=out, case_templates=templates, case_instances=instances or {},
-                    exo_node_config_dir=os.path.join(tmp, "etc"))
+                    exo_node_config_dir=config_dir)
     playbook(tree, tmp, PLAY, inv)
     files = {}
     for root, dummy, names in os.walk(out):
