@@ -187,15 +187,15 @@ class Lab:
 
     def close(self):
         # Everything in the lab's namespaces is the lab's: sshd, its sessions (which leave sshd's
-        # process group) and the controller's ControlPersist masters.
-        for namespace in self.namespaces:
-            pids = _run(["ip", "netns", "pids", namespace], check=False).stdout.split()
-            for pid in pids:
-                if pid.isdigit():
-                    try:
-                        os.kill(int(pid), signal.SIGKILL)
-                    except OSError:
-                        pass
+        # process group) and the controller's ControlPersist masters. SIGTERM first: a session's
+        # shell may be inside root's shell start-up (pyenv's rehash holds a lock file that only its
+        # exit trap removes); SIGKILL for whatever is left after a grace period.
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            left = self._signal_all(sig)
+            deadline = time.monotonic() + 3
+            while left and sig == signal.SIGTERM and time.monotonic() < deadline:
+                time.sleep(0.1)
+                left = self._pids()
         for proc in self.processes:
             if proc.poll() is None:
                 try:
@@ -208,6 +208,19 @@ class Lab:
             _run(["ip", "netns", "delete", namespace], check=False)
         self.namespaces = []
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _pids(self):
+        return [int(pid) for namespace in self.namespaces
+                for pid in _run(["ip", "netns", "pids", namespace], check=False).stdout.split() if pid.isdigit()]
+
+    def _signal_all(self, sig):
+        pids = self._pids()
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        return pids
 
     # ---- building -------------------------------------------------------------------------
 
