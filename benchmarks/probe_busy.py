@@ -47,7 +47,7 @@ def case(tmp, name, gpu, on_bus, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     options = parser.parse_args()
     idle = simhosts.h100(0, memory_used_mib=480)
