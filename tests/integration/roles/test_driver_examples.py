@@ -57,6 +57,12 @@ def module_examples(name):
         return re.search(r'^EXAMPLES = r"""\n(.*?)^"""', handle.read(), re.M | re.S).group(1)
 
 
+def filter_examples(name):
+    """A filter's EXAMPLES, from its documentation file."""
+    with open(os.path.join(REPO, "plugins", "filter", name + ".yml")) as handle:
+        return yaml.safe_load(handle)["EXAMPLES"]
+
+
 def recap(proc, host):
     match = re.search(r"^%s +: ok=(\d+) +changed=(\d+) +unreachable=0 +failed=(\d+)" % re.escape(host), proc.stdout, re.M)
     assert match, proc.stdout[-4000:]
@@ -64,8 +70,7 @@ def recap(proc, host):
 
 
 def test_filter_example_plans_this_machine(tmp_path):
-    with open(os.path.join(REPO, "plugins", "filter", "driver_plan.yml")) as handle:
-        example = yaml.safe_load(handle)["EXAMPLES"]
+    example = filter_examples("driver_plan")
     proc = playbook(str(tmp_path), example, local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Show the problems, or the decision and the plan]")[1]
@@ -104,8 +109,7 @@ def test_docs_playbook_on_a_gpu_host_without_driver(tmp_path):
 
 
 def test_outcome_filter_example_reads_mokutil_on_this_machine(tmp_path):
-    with open(os.path.join(REPO, "plugins", "filter", "driver_outcome.yml")) as handle:
-        example = yaml.safe_load(handle)["EXAMPLES"]
+    example = filter_examples("driver_outcome")
     proc = playbook(str(tmp_path), tasks_play(example), local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say what mokutil means]")[1]

@@ -5,17 +5,11 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-
-import yaml
-
-from tests.integration.roles.test_driver_examples import local, playbook, recap, tasks_play
-from tests.unit.conftest import REPO
+from tests.integration.roles.test_driver_examples import filter_examples, local, playbook, recap, tasks_play
 
 
 def test_services_filter_example_on_this_machine(tmp_path):
-    with open(os.path.join(REPO, "plugins", "filter", "driver_services.yml")) as handle:
-        example = yaml.safe_load(handle)["EXAMPLES"]
+    example = filter_examples("driver_services")
     proc = playbook(str(tmp_path), tasks_play(example), local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say which NVIDIA services this host needs]")[1]

@@ -18,17 +18,10 @@ import os
 import re
 
 import pytest
-import yaml
 
 from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import uuid
-from tests.unit.conftest import REPO
-from test_driver_examples import local, playbook, recap, tasks_play  # noqa: E402  (the same directory, on sys.path under pytest)
-
-
-def examples(name):
-    with open(os.path.join(REPO, "plugins", "filter", name + ".yml")) as handle:
-        return yaml.safe_load(handle)["EXAMPLES"]
+from test_driver_examples import filter_examples as examples, local, playbook, recap, tasks_play  # noqa: E402  (the same directory, on sys.path under pytest)
 
 
 def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
