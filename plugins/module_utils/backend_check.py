@@ -26,9 +26,12 @@ def to_check(settings):
     """The backends the role may force with these settings, for device_facts' ``backends``.
 
     The CPU backend whenever a CPU instance may be planned: whether it is planned is known only
-    once the facts are there, and the check costs one compile.
+    once the facts are there, and the check costs one compile. None for an engine other than
+    tinygrad, which forces no tinygrad backend.
     """
     backends = []
+    if settings.get("exo_node_inference_engine", "tinygrad") != "tinygrad":
+        return backends
     if settings.get("exo_node_tinygrad_backend", "auto") != "auto":
         backends.append(settings["exo_node_tinygrad_backend"])
     if settings.get("exo_node_cpu_fallback"):
@@ -39,6 +42,8 @@ def to_check(settings):
 def _forced(settings, instances):
     """{backend: [instance names]} for the backends these instances force."""
     forced = {}
+    if settings.get("exo_node_inference_engine", "tinygrad") != "tinygrad":
+        return forced
     for instance in instances:
         if instance["kind"] == "cpu":
             backend = "cpu"

@@ -6,7 +6,7 @@ __metaclass__ = type
 
 __doc__ = """The node planner's examples, run as they are written: the EXAMPLES of the filters node_plan,
 node_cluster and node_outcome, one after the other in one play, as a user would chain them; and
-node_python's on this machine.
+node_python's and node_install's on this machine.
 
 They run on a simulated host with four H100s (tests/simulated/hosts.py "four": the simulated
 libnvidia-ml under the real nvidia-ml-py, a simulated /sys) over a local connection, in check mode,
@@ -58,3 +58,11 @@ def test_node_python_example_on_this_machine(tmp_path):
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say which, or why there is none]")[1]
     assert '"msg": "/usr/bin/python3 (Python 3.11)"' in shown, shown[:2000]
+
+
+def test_node_install_example_on_this_machine(tmp_path):
+    proc = playbook(str(tmp_path), tasks_play(examples("node_install")), local())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Say what pip installs, or why it cannot]")[1]
+    assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --timeout 60 ' \
+           'exo @ git+https://github.com/exo-explore/exo.git@e4238f9ef"' in shown, shown[:2000]

@@ -101,6 +101,16 @@ def test_busy_gpus_are_not_refused_for_a_check_that_was_skipped(probe):
     assert not any("tinygrad's cuda backend" in e for e in node_plan.plan(skipped, settings, "h")["errors"])
 
 
+def test_the_dummy_engine_forces_no_tinygrad_backend(probe):
+    settings = dict(SETTINGS, exo_node_inference_engine="dummy", exo_node_tinygrad_backend="nv")
+    assert node_plan.plan(None, settings, "h")["backends"] == []
+    # facts that say the CPU backend fails (gathered for the tinygrad engine) do not refuse it
+    facts = probe("cpu_only", SETTINGS, NO_CLANG)
+    result = node_plan.plan(facts, settings, "h")
+    assert result["errors"] == [] and [i["name"] for i in result["instances"]] == ["cpu"]
+    assert not any("tinygrad's" in w for w in result["warnings"])
+
+
 def test_facts_without_the_check_warn():
     facts = {"tinygrad": {"version": "0.10.0", "python": "/opt/exo/bin/python"}}
     errors, warnings = backend_check.refusals("h", facts, dict(SETTINGS, exo_node_tinygrad_backend="auto"),

@@ -1,0 +1,188 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How the node role puts exo into its virtualenv: the settings' problems, the packages the host
+needs first, what pip is given, and the identity of the source that the virtualenv's marker records.
+
+The role's install tasks (roles/node/tasks/install.yml) only run what plan() says; the marker is
+compared with source_id, so a change of any setting that shapes what pip installs installs again,
+and nothing else does.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import hashlib
+import json
+import os
+import re
+
+from ansible.module_utils.common.validation import check_type_bool
+
+# Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
+# Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; the other families'
+# builds have ensurepip built in.
+OS_PACKAGES = {
+    "Debian": {"venv": ["python{version}-venv"], "git": ["git"]},
+}
+OTHER_OS = {"venv": [], "git": ["git"]}
+
+# exo on PyPI is an unrelated project: an index requirement naming exo needs the operator's own index.
+PYPI_EXO = re.compile(r"^\s*exo\s*($|[\[<>=!~;@ ])", re.I)
+RELEASE = re.compile(r"Python ([0-9]+[.][0-9]+)")
+COMMAND_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def _text(value):
+    return "" if value is None else str(value)
+
+
+def python_release(version_result):
+    """major.minor from a registered `python --version` ("Python 3.12.1"; Python 2 says it on stderr), or ""."""
+    version_result = version_result or {}
+    match = RELEASE.search(_text(version_result.get("stdout")) + " " + _text(version_result.get("stderr")))
+    return match.group(1) if match else ""
+
+
+def _release_tuple(release):
+    return tuple(int(part) for part in release.split(".")[:2])
+
+
+def source_errors(settings):
+    """What is wrong with the exo source settings, each naming the variable and its value."""
+    source = settings["exo_node_source"]
+    errors = []
+    if source == "git" and not (settings["exo_node_git_url"] and settings["exo_node_git_version"]):
+        errors.append("exo_node_source is git but exo_node_git_url (%s) or exo_node_git_version (%s) is empty"
+                      % (json.dumps(settings["exo_node_git_url"]), json.dumps(settings["exo_node_git_version"])))
+    if source == "path" and not (settings["exo_node_source_path"] and os.path.exists(settings["exo_node_source_path"])):
+        errors.append("exo_node_source is path but exo_node_source_path (%s) is not a wheel, sdist or directory "
+                      "on the controller" % json.dumps(settings["exo_node_source_path"]))
+    if source == "index":
+        requirement = settings["exo_node_index_requirement"]
+        if not requirement:
+            errors.append("exo_node_source is index but exo_node_index_requirement is empty")
+        elif PYPI_EXO.match(requirement) and not settings["exo_node_pip_index_url"]:
+            errors.append("exo_node_index_requirement %s would come from PyPI, where the name exo is an unrelated "
+                          "project; set exo_node_pip_index_url to the index that carries your exo build, or use "
+                          "exo_node_source git or path" % json.dumps(requirement))
+    wheelhouse, python = settings["exo_node_wheelhouse"], settings["exo_node_python"]
+    if (wheelhouse and not os.path.isdir(wheelhouse)) or not (os.path.isabs(python) or COMMAND_NAME.match(python)):
+        errors.append("exo_node_wheelhouse must be empty or a directory on the controller (got %s), and "
+                      "exo_node_python an absolute path or a command name (got %s)"
+                      % (json.dumps(wheelhouse), json.dumps(python)))
+    return errors
+
+
+def python_errors(settings, choice, version_result):
+    """Why exo's Python cannot make its virtualenv: it does not run, or its release is out of range.
+
+    choice is the filter node_python's answer. A distribution's Python the role installs itself
+    (choice packages, with exo_node_manage_packages) is in range by node_python's table.
+    """
+    if choice.get("packages") and check_type_bool(settings["exo_node_manage_packages"]):
+        return []
+    low, high = settings["exo_node_python_min_version"], settings["exo_node_python_max_version"]
+    release = python_release(version_result)
+    if version_result.get("rc", 1) == 0 and release \
+            and _release_tuple(low) <= _release_tuple(release) <= _release_tuple(high):
+        return []
+    if release:
+        found = "is Python " + release
+    else:
+        found = "does not run as a Python interpreter (%s)" % (
+            version_result.get("msg") or version_result.get("stderr") or "no output")
+    return ["exo's Python %s %s; exo runs on Python %s to %s (exo_node_python_min_version, "
+            "exo_node_python_max_version: exo pins numpy 2.0.0, which has no wheel for newer Pythons, and "
+            "tinygrad needs 3.10). On this host: %s." % (choice["python"], found, low, high, choice["advice"])]
+
+
+def packages(settings, os_family, release, venv_exists, ensurepip_rc, instances=()):
+    """The distribution's packages to install before exo's virtualenv is made and exo is fetched.
+
+    The venv package only where the virtualenv is still to be made and the interpreter cannot make
+    it as it is (ensurepip_rc other than 0); exo_node_cpu_packages (clang, which tinygrad's CPU
+    backend compiles with) where the planner's instances so far have a CPU instance, so that the
+    backend check of the facts gathered next finds them.
+    """
+    table = OS_PACKAGES.get(os_family, OTHER_OS)
+    wanted = []
+    if not venv_exists and ensurepip_rc not in (None, 0):
+        wanted += [package.replace("{version}", release) for package in table["venv"]]
+    if settings["exo_node_source"] == "git":
+        wanted += table["git"]
+    if any(instance.get("kind") == "cpu" for instance in instances or ()):
+        wanted += [name for name in settings["exo_node_cpu_packages"] if name not in wanted]
+    return wanted
+
+
+def wheelhouse_id(wheels):
+    """The wheelhouse's wheels by name (a name carries the version), so that a new wheelhouse installs again."""
+    if wheels is None:
+        return ""
+    return hashlib.sha1(" ".join(sorted(os.path.basename(wheel) for wheel in wheels)).encode("utf-8")).hexdigest()
+
+
+def staged_source(settings):
+    """Where a path source is copied to on the host."""
+    return "%s/src/%s" % (settings["exo_node_install_dir"], os.path.basename(settings["exo_node_source_path"].rstrip("/")))
+
+
+def source_id(settings, wheels=None):
+    """What the marker in exo's virtualenv records: the source, and the settings that shape its requirements."""
+    source = settings["exo_node_source"]
+    where = {"git": lambda: "git %s %s" % (settings["exo_node_git_url"], settings["exo_node_git_version"]),
+             "path": lambda: "path " + staged_source(settings),
+             "index": lambda: "index %s %s" % (settings["exo_node_index_requirement"],
+                                               settings["exo_node_pip_index_url"])}[source]()
+    shaping = {"tinygrad": settings["exo_node_tinygrad_requirement"],
+               "skip": sorted(settings["exo_node_skip_requirements"]),
+               "replace": settings["exo_node_replace_requirements"], "wheelhouse": wheelhouse_id(wheels)}
+    return where + "\nrequirements " + json.dumps(shaping, sort_keys=True)
+
+
+def pip_command(settings):
+    """pip install in exo's virtualenv, with the index, wheelhouse and extra arguments of the settings."""
+    install_dir = settings["exo_node_install_dir"]
+    argv = [install_dir + "/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    if settings["exo_node_pip_index_url"]:
+        argv += ["--index-url", settings["exo_node_pip_index_url"]]
+    if settings["exo_node_wheelhouse"]:
+        argv += ["--no-index", "--find-links", install_dir + "/wheelhouse"]
+    return argv + settings["exo_node_pip_extra_args"].split()
+
+
+def install_spec(settings):
+    """What pip is given for exo itself."""
+    return {"git": lambda: "exo @ git+%s@%s" % (settings["exo_node_git_url"], settings["exo_node_git_version"]),
+            "path": lambda: staged_source(settings),
+            "index": lambda: settings["exo_node_index_requirement"]}[settings["exo_node_source"]]()
+
+
+def plan(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, instances=None,
+         wheels=None):
+    """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
+    "source_is_dir"}: what the install tasks do.
+
+    settings are the role's variables that shape the install (roles/node/vars/main.yml lists them).
+    The host's state comes as the tasks registered it, each optional until it is known:
+    python_choice (filter node_python), python_version (`python --version`), venv (stat of the
+    virtualenv's python), ensurepip (`python -m ensurepip --version`, skipped where the virtualenv
+    exists) and instances (the planner's exo_node_instances). wheels are the wheel files of exo_node_wheelhouse on the controller.
+    """
+    errors = source_errors(settings)
+    version_result = python_version or {}
+    release = python_release(version_result)
+    source_path = settings["exo_node_source_path"].rstrip("/")
+    return {
+        "errors": errors,
+        "python_release": release,
+        "python_errors": python_errors(settings, python_choice, version_result) if python_choice and python_version
+        else [],
+        "packages": packages(settings, os_family, release, ((venv or {}).get("stat") or {}).get("exists", True),
+                             (ensurepip or {}).get("rc", 0), instances),
+        "spec": install_spec(settings) if not errors else None,
+        "source_id": source_id(settings, wheels if settings["exo_node_wheelhouse"] else None) if not errors else None,
+        "pip": pip_command(settings),
+        "staged_source": staged_source(settings),
+        "source_is_dir": settings["exo_node_source"] == "path" and os.path.isdir(source_path),
+    }
