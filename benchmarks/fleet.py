@@ -13,13 +13,15 @@ runs device_facts). Cases, each from the controller in the lab's namespace:
     setup play             the README's gathering play without its two variables: setup alone
     recipe serial          the README's gathering play as written (ansible_facts_parallel: false)
     recipe parallel        the same play with ansible_facts_parallel: true (ansible-core's default)
+    recipe serial pipelined   the recipe with ANSIBLE_PIPELINING=True (docs/fleet.md)
     site.yml gathering     site.yml with --tags naming no task: only what its plays gather runs
 
 Prints, per fleet size, the median wall time, ratios against ping and against the setup play,
 the controller's CPU per host (user+sys of the Ansible processes, from getrusage of children) and
 the hosts that failed or were unreachable in any round. Targets (issue 9): device_facts without
 tinygrad at most 1.15x ping; the recipe loses no host and costs at most 1.6x the setup play in
-wall time and in controller CPU. --json writes every sample.
+wall time and in controller CPU. --json writes every sample; --cases picks cases by name (the
+setup play and ping, which the ratios need, always run).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -59,6 +61,7 @@ def cases(forks, plays):
         ("setup play", play + [plays["setup"]]),
         ("recipe serial", play + [plays["serial"]]),
         ("recipe parallel", play + [plays["parallel"]]),
+        ("recipe serial pipelined", ["env", "ANSIBLE_PIPELINING=True"] + play + [plays["serial"]]),
         # No task is tagged so: every play's gathering (tagged always) runs, nothing else. No sudo in
         # the lab; root becomes root with su.
         ("site.yml gathering", play + [os.path.join(REPO, "site.yml"), "--tags", "bench_gathering_only",
@@ -93,7 +96,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--forks", type=int, default=50)
     parser.add_argument("--json", help="write every sample to this file")
+    parser.add_argument("--cases", help="case names, comma-separated (default: all)")
     args = parser.parse_args()
+    wanted = None if not args.cases else set(args.cases.split(",")) | {"ping", "setup play"}
+    known = [name for name, dummy in cases(args.forks, {"setup": "", "serial": "", "parallel": ""})]
+    if wanted and wanted - set(known):
+        parser.error("--cases: no case %s; the cases are %s" % (", ".join(sorted(wanted - set(known))), ", ".join(known)))
     sizes = [int(s) for s in args.sizes.split(",")]
     if os.geteuid() != 0:
         parser.error("the lab creates network namespaces: run as root")
@@ -111,10 +119,10 @@ def main():
     try:
         for size in sizes:
             labs[size] = fleetlab.Lab(os.path.join(work, "lab%d" % size), fleetlab.mix(size, hung=0)).__enter__()
-        names = [name for name, dummy in cases(args.forks, plays)]
+        names = [name for name, dummy in cases(args.forks, plays) if wanted is None or name in wanted]
         for round_ in range(args.rounds):
             for size in sizes:
-                order = cases(args.forks, plays)
+                order = [case for case in cases(args.forks, plays) if case[0] in names]
                 shift = round_ % len(order)  # a different case first each round: drift spreads evenly
                 for name, command in order[shift:] + order[:shift]:
                     sample = measure(labs[size], command)

@@ -227,6 +227,25 @@ def serve(model, nodes, headroom=HEADROOM):
     }
 
 
+def exo_order(nodes):
+    """The nodes in exo's ring order: memory, then node id, descending."""
+    return sorted(nodes, key=lambda n: (n["memory_mib"], n["node_id"]), reverse=True)
+
+
+def fewest_nodes(model, ordered, headroom=HEADROOM):
+    """The smallest ring of the fleet's largest nodes that serves model: its serve() verdict, or None.
+
+    ordered: the nodes in exo's order. Each ring tried is the first n of them, n = 1, 2, ... A ring
+    of more nodes than the model has layers always leaves a node without a layer, so no more are
+    tried: the search costs at most `layers` verdicts whatever the size of the fleet.
+    """
+    for count in range(1, min(len(ordered), model["layers"]) + 1):
+        verdict = serve(model, ordered[:count], headroom)
+        if verdict["serves"]:
+            return verdict
+    return None
+
+
 # ---- the fleet ------------------------------------------------------------------------------------
 
 def _gpu_row(gpu):
@@ -317,12 +336,14 @@ def fleet(hosts, headroom=HEADROOM):
     nodes = [i for row in rows for i in row["instances"]]
     excluded = [{"host": r["host"], "reason": r["excluded"], "detail": r["excluded_reason"],
                  "gpu_memory_mib": r["gpu_memory_mib"]} for r in rows if r["excluded"]]
+    ring = exo_order(nodes)
     models = []
     for model in model_sizes():
         verdict = serve(model, nodes, headroom)
-        verdict["missing"] = _missing(verdict, excluded)
+        smallest = fewest_nodes(model, ring, headroom)
+        verdict["fewest_nodes"] = len(smallest["shares"]) if smallest else None
+        verdict["missing"] = _missing(verdict, excluded, smallest)
         models.append(verdict)
-    ring = sorted(nodes, key=lambda n: (n["memory_mib"], n["node_id"]), reverse=True)  # exo's order
     served = [m for m in models if m["serves"]]
     largest = max(served, key=lambda m: (m["parameters"], m["model"]))["model"] if served else None
     return {
@@ -342,11 +363,15 @@ def fleet(hosts, headroom=HEADROOM):
     }
 
 
-def _missing(verdict, excluded):
-    """Sentences saying what keeps a model from being served; empty when it is."""
+def _missing(verdict, excluded, smallest):
+    """Sentences saying what keeps a model from being served, and the ring of fewer nodes that would; empty
+    when it is served."""
     if verdict["serves"]:
         return []
     missing = []
+    if smallest:
+        missing.append("serves on a ring of the fleet's %d largest node(s): %s" % (
+            len(smallest["shares"]), _some("%s %s" % (s["host"], s["label"]) for s in smallest["shares"])))
     if not verdict["shares"]:
         missing.append("no node can run exo: every host is excluded or has no instance")
     if verdict["short_mib"]:
@@ -362,7 +387,7 @@ def _missing(verdict, excluded):
         names = dict((s["node_id"], "%s %s" % (s["host"], s["label"])) for s in verdict["shares"])
         missing.append("%d of %d nodes get no layer of their own (%s): exo drops their empty shards and hands out the "
                        "rest by ring position, so %d node(s) at the end of the ring run nothing and the ring breaks "
-                       "(exo/orchestration/node.py:463-468); run this model on fewer, larger nodes" % (
+                       "(exo/orchestration/node.py:463-468)" % (
                            len(verdict["empty"]), len(verdict["shares"]), _some(names[n] for n in verdict["empty"]),
                            len(verdict["unassigned"])))
     if excluded:

@@ -13,13 +13,6 @@ __metaclass__ = type
 import io
 from html import escape
 
-try:
-    import matplotlib
-    from matplotlib.figure import Figure
-    MATPLOTLIB_ERROR = None
-except ImportError as problem:  # the playbook says what to install, instead of a traceback
-    matplotlib = Figure = None
-    MATPLOTLIB_ERROR = str(problem)
 
 GIB = 1024.0
 COLOURS = {"serves": "#2e7d32", "short": "#c62828", "memory": "#90caf9", "usable": "#1565c0"}
@@ -51,11 +44,22 @@ def _row_height(rows):
     return max(0.12, min(0.3, 24.0 / max(rows, 1)))
 
 
+def _matplotlib():
+    """matplotlib and its Figure, imported when a page is drawn, not with this file: the import takes
+    about half a second, and ansible-core loads every filter file of the collection to find any one of
+    its filters, in each task's worker."""
+    try:
+        import matplotlib  # pylint: disable=import-outside-toplevel
+        from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+    except ImportError as problem:  # the playbook says what to install, instead of a traceback
+        raise MissingLibrary("the fleet report needs matplotlib on the controller (%s); install it with "
+                             "pip install -r requirements.txt, or scripts/bootstrap.sh" % problem)
+    return matplotlib, Figure
+
+
 def plot_svg(report):
     """The plot as SVG markup: each model's need against the fleet, and each host's instances against their shares."""
-    if MATPLOTLIB_ERROR:
-        raise MissingLibrary("the fleet report needs matplotlib on the controller (%s); install it with "
-                             "pip install -r requirements.txt, or scripts/bootstrap.sh" % MATPLOTLIB_ERROR)
+    matplotlib, Figure = _matplotlib()  # pylint: disable=invalid-name
     models = report["models"]
     hosts = [h for h in report["hosts"] if h["instances"]]
     rows = max(len(hosts), 1)
@@ -113,7 +117,8 @@ def plot_svg(report):
 MODEL_COLUMNS = (("Model", "model", "text"), ("Set", "parameter_set", "text"), ("Parameters", "parameters", "num"),
                  ("Layers", "layers", "num"), ("Weights MiB", "weights_mib", "num"),
                  ("Ring needs MiB", "need_mib", "num"), ("Usable MiB", "usable_mib", "num"),
-                 ("Short MiB", "short_mib", "num"), ("Serves", "serves", "state"),
+                 ("Short MiB", "short_mib", "num"), ("Fewest nodes", "fewest_nodes", "num"),
+                 ("Serves", "serves", "state"),
                  ("What is missing", "missing", "lines"))
 HOST_COLUMNS = (("Host", "host", "text"), ("Backend", "backend", "text"), ("NVML", "nvml_status", "text"),
                 ("Driver", "driver_version", "text"), ("Driver needed", "driver_needed", "text"),
@@ -179,6 +184,10 @@ def html(report, title="exo fleet"):
     else:
         verdict = ("This fleet serves <b id=\"served\">0</b> of %d models<b id=\"largest\"></b>; the table says "
                    "what each one misses." % len(report["models"]))
+    fewer = [m for m in report["models"] if not m["serves"] and m["fewest_nodes"]]
+    if fewer:
+        verdict += (" <b id=\"fewer\">%d</b> more serve on a ring of fewer, larger nodes (the column Fewest nodes; "
+                    "what is missing names them)." % len(fewer))
     excluded = "".join("<li>%s: %s</li>" % (escape(e["host"]), escape(e["detail"])) for e in report["excluded"])
     return "".join((
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style></head><body>"

@@ -165,7 +165,7 @@ def test_chromium_shows_the_numbers_of_the_json(report):
         assert row.pop("missing") == "".join(m["missing"])  # one line each, <br> between
         for field, text in row.items():
             assert text == shown(m[field]), (m["model"], field, text)
-        assert len(row) == 9
+        assert len(row) == 10
     for h in data["hosts"]:
         row = parser.rows[("host", h["host"])]
         assert row.pop("instances") == str(len(h["instances"]))

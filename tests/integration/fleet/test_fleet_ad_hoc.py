@@ -2,12 +2,17 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """device_facts ad hoc on 50 lab hosts over real SSH (simulated hardware, lab.py): every host answers,
-none fails, each reports its own hardware, and the host whose NVML hangs costs only its own deadline."""
+none fails, each reports its own hardware, and the host whose NVML hangs costs only its own deadline.
+Then playbooks/facts.yml on the same 50 hosts: the fleet report an operator opens."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import glob
 import json
 import os
+import re
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -97,3 +102,44 @@ def test_each_kind_reports_its_hardware(fleet, ad_hoc):
     assert "reboot pending" in results["reboot_pending"]["driver_reason"]
     assert results["driver_missing"]["driver_needed"] and "has driver none" in results["driver_missing"]["driver_reason"]
     assert results["no_gpu"]["pci"] == [] and not results["no_gpu"]["driver_needed"]
+
+
+def test_the_report_of_50_hosts_says_what_the_fleet_serves_and_on_which_ring(fleet, tmp_path):
+    out = str(tmp_path / "reports")
+    proc = fleet.playbook([os.path.join("playbooks", "facts.yml"), "-f", str(HOSTS), "-e", "fleet_report_dir=" + out],
+                          env=fleet.environment(ANSIBLE_GATHER_TIMEOUT="60"))
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-3000:]
+    [path] = glob.glob(os.path.join(out, "fleet-*.json"))
+    with open(path) as handle:
+        report = json.load(handle)
+    assert sorted(h["host"] for h in report["hosts"]) == sorted(fleet.hosts)
+    left_out = dict((e["host"], e["reason"]) for e in report["excluded"])
+    assert left_out == dict((name, {"driver_missing": "driver_needed", "reboot_pending": "pending_reboot"}[h["kind"]])
+                            for name, h in fleet.hosts.items() if h["kind"] in ("driver_missing", "reboot_pending"))
+    # The ring of every node breaks for a model with fewer layers than the fleet has nodes; the report
+    # names the ring of the largest nodes that serves each one instead: the H100s first.
+    ordered = report["nodes"]
+    for model in report["models"]:
+        if len(ordered) > model["layers"]:
+            assert not model["serves"] and model["empty"], model["model"]
+        ring = model["fewest_nodes"]
+        assert ring and ring <= model["layers"], model["model"]
+        if not model["serves"]:
+            assert model["missing"][0].startswith("serves on a ring of the fleet's %d largest node(s): %s %s" % (
+                ring, ordered[0]["host"], ordered[0]["label"])), model["missing"]
+    assert "h100x4" in ordered[0]["host"]
+    fewer = [m for m in report["models"] if not m["serves"] and m["fewest_nodes"]]
+    assert re.search(r"serves \d+ of %d models;.*; %d more on a ring of fewer, larger nodes"
+                     % (len(report["models"]), len(fewer)), proc.stdout, re.S), proc.stdout[-3000:]
+    page = path[:-len("json")] + "html"
+    with open(page) as handle:
+        text = handle.read()
+    assert '<b id="fewer">%d</b> more serve on a ring of fewer, larger nodes' % len(fewer) in text
+    browser = shutil.which("chromium")
+    if browser:  # kept for a person to look at, as the report test keeps its page
+        keep = os.path.join(fleetlab.REPO, ".build", "fleet-report")
+        os.makedirs(keep, exist_ok=True)
+        shutil.copy(page, os.path.join(keep, "fleet-50-hosts.html"))
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--window-size=1280,1600", "--screenshot=" + os.path.join(keep, "fleet-50-hosts.png"),
+                        "file://" + page], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120, check=True)

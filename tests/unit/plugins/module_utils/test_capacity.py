@@ -208,3 +208,29 @@ def test_a_ring_of_more_nodes_than_layers_serves_nothing():
     verdict = capacity.serve(model_70b, nodes)
     assert not verdict["serves"] and len(verdict["empty"]) == len(verdict["unassigned"]) == 1
     assert verdict["short_mib"] == 0 and verdict["tight"] == []
+
+
+def test_the_fewest_of_the_largest_nodes_that_serve_a_model():
+    model_70b = next(row for row in capacity.model_sizes() if row["model"] == "llama-3.3-70b")
+    nodes = [{"node_id": "n%03d" % i, "host": "h%03d" % i, "label": "GPU 0", "memory_mib": 81559, "dtype_bytes": 2}
+             for i in range(81)]
+    ordered = capacity.exo_order(nodes)
+    smallest = capacity.fewest_nodes(model_70b, ordered)
+    # one H100 holds a 70B share only from two nodes on (about 140 GiB of weights and cache)
+    assert len(smallest["shares"]) == 2 and smallest["serves"]
+    assert not capacity.serve(model_70b, ordered[:1])["serves"]
+    # the search stops at as many nodes as layers: nothing is tried past 80 for 80 layers
+    tiny = [dict(n, memory_mib=1024) for n in nodes]
+    assert capacity.fewest_nodes(model_70b, capacity.exo_order(tiny)) is None
+
+
+def test_a_fleet_whose_whole_ring_breaks_names_a_smaller_ring_that_serves(facts):
+    report = fleet(facts, ["four", "mig", "cpu_only", "rtx"])
+    small = model(report, "llama-3.2-1b")
+    assert not small["serves"] and small["fewest_nodes"] == 1
+    largest = report["nodes"][0]
+    assert small["missing"][0] == "serves on a ring of the fleet's 1 largest node(s): %s %s" % (
+        largest["host"], largest["label"])
+    served = model(report, "llama-3.3-70b")
+    assert served["serves"] and served["missing"] == [] and 1 < served["fewest_nodes"] <= len(report["nodes"])
+    assert model(fleet(facts, ["gone"]), "llama-3.2-1b")["fewest_nodes"] is None
