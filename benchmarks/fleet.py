@@ -13,7 +13,7 @@ runs device_facts). Cases, each from the controller in the lab's namespace:
     setup play             the README's gathering play without its two variables: setup alone
     recipe serial          the README's gathering play as written (ansible_facts_parallel: false)
     recipe parallel        the same play with ansible_facts_parallel: true (ansible-core's default)
-    recipe serial pipelined   the recipe with ANSIBLE_PIPELINING=True (docs/fleet.md)
+    setup play pipelined, recipe serial pipelined   the same two with ANSIBLE_PIPELINING=True (docs/fleet.md)
     site.yml gathering     site.yml with --tags naming no task: only what its plays gather runs
 
 Prints, per fleet size, the median wall time, ratios against ping and against the setup play,
@@ -61,6 +61,7 @@ def cases(forks, plays):
         ("setup play", play + [plays["setup"]]),
         ("recipe serial", play + [plays["serial"]]),
         ("recipe parallel", play + [plays["parallel"]]),
+        ("setup play pipelined", ["env", "ANSIBLE_PIPELINING=True"] + play + [plays["setup"]]),
         ("recipe serial pipelined", ["env", "ANSIBLE_PIPELINING=True"] + play + [plays["serial"]]),
         # No task is tagged so: every play's gathering (tagged always) runs, nothing else. No sudo in
         # the lab; root becomes root with su.
