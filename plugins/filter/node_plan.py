@@ -48,8 +48,7 @@ def node_install(settings, os_family=None, python_choice=None, python_version=No
     wheels = [path for path in glob.glob(os.path.join(wheelhouse, "*.whl")) if os.path.isfile(path)] \
         if wheelhouse else None
     return installer.plan(settings, os_family=os_family, python_choice=python_choice, python_version=python_version,
-                          venv=venv, ensurepip=ensurepip, instances=(plan or {}).get("instances"),
-                          wheels=wheels)
+                          venv=venv, ensurepip=ensurepip, node_plan=plan, wheels=wheels)
 
 
 class FilterModule(object):

@@ -96,13 +96,25 @@ def python_errors(settings, choice, version_result):
             "tinygrad needs 3.10). On this host: %s." % (choice["python"], found, low, high, choice["advice"])]
 
 
-def packages(settings, os_family, release, venv_exists, ensurepip_rc, instances=()):
+def cpu_instance_possible(plan):
+    """Whether the planner's answer so far has a CPU instance, or may have one once it sees facts.
+
+    With no facts to plan from (the first facts came from an interpreter without nvidia-ml-py) the
+    plan has no instance, and its backends to check say whether a CPU instance may be forced.
+    """
+    plan = plan or {}
+    if plan.get("instances"):
+        return any(instance.get("kind") == "cpu" for instance in plan["instances"])
+    return "cpu" in (plan.get("backends") or ())
+
+
+def packages(settings, os_family, release, venv_exists, ensurepip_rc, plan=None):
     """The distribution's packages to install before exo's virtualenv is made and exo is fetched.
 
     The venv package only where the virtualenv is still to be made and the interpreter cannot make
     it as it is (ensurepip_rc other than 0); exo_node_cpu_packages (clang, which tinygrad's CPU
-    backend compiles with) where the planner's instances so far have a CPU instance, so that the
-    backend check of the facts gathered next finds them.
+    backend compiles with) where the planner's answer so far has or may have a CPU instance, so
+    that the backend check of the facts gathered next finds them.
     """
     table = OS_PACKAGES.get(os_family, OTHER_OS)
     wanted = []
@@ -110,7 +122,7 @@ def packages(settings, os_family, release, venv_exists, ensurepip_rc, instances=
         wanted += [package.replace("{version}", release) for package in table["venv"]]
     if settings["exo_node_source"] == "git":
         wanted += table["git"]
-    if any(instance.get("kind") == "cpu" for instance in instances or ()):
+    if cpu_instance_possible(plan):
         wanted += [name for name in settings["exo_node_cpu_packages"] if name not in wanted]
     return wanted
 
@@ -158,7 +170,7 @@ def install_spec(settings):
             "index": lambda: settings["exo_node_index_requirement"]}[settings["exo_node_source"]]()
 
 
-def plan(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, instances=None,
+def plan(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
          wheels=None):
     """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
     "source_is_dir"}: what the install tasks do.
@@ -167,7 +179,7 @@ def plan(settings, os_family=None, python_choice=None, python_version=None, venv
     The host's state comes as the tasks registered it, each optional until it is known:
     python_choice (filter node_python), python_version (`python --version`), venv (stat of the
     virtualenv's python), ensurepip (`python -m ensurepip --version`, skipped where the virtualenv
-    exists) and instances (the planner's exo_node_instances). wheels are the wheel files of exo_node_wheelhouse on the controller.
+    exists) and node_plan (the filter node_plan's answer so far). wheels are the wheel files of exo_node_wheelhouse on the controller.
     """
     errors = source_errors(settings)
     version_result = python_version or {}
@@ -179,7 +191,7 @@ def plan(settings, os_family=None, python_choice=None, python_version=None, venv
         "python_errors": python_errors(settings, python_choice, version_result) if python_choice and python_version
         else [],
         "packages": packages(settings, os_family, release, ((venv or {}).get("stat") or {}).get("exists", True),
-                             (ensurepip or {}).get("rc", 0), instances),
+                             (ensurepip or {}).get("rc", 0), node_plan),
         "spec": install_spec(settings) if not errors else None,
         "source_id": source_id(settings, wheels if settings["exo_node_wheelhouse"] else None) if not errors else None,
         "pip": pip_command(settings),

@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
+from ansible_collections.gpufleet.exo.plugins.module_utils import node_plan
+from tests.unit.plugins.module_utils.test_node_plan import SETTINGS as PLAN_SETTINGS
 from tests.unit.conftest import REPO
 
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
@@ -143,6 +145,15 @@ def test_a_cpu_instance_brings_the_compiler_of_tinygrads_cpu_backend_before_the_
     assert install(os_family="Debian", plan={"instances": [gpu]})["packages"] == ["git"]
     assert install(settings(exo_node_cpu_packages=["clang", "git"]), plan={"instances": [cpu]})["packages"] == ["git", "clang"]
     assert install(settings(exo_node_cpu_packages=[]), plan={"instances": [cpu]})["packages"] == ["git"]
+
+
+def test_a_plan_without_facts_brings_the_compiler_where_a_cpu_instance_may_come():
+    # The first facts came from an interpreter without nvidia-ml-py: the planner saw none.
+    unknown = node_plan.plan(None, dict(PLAN_SETTINGS), "h", preview=True)
+    assert unknown["instances"] == [] and "cpu" in unknown["backends"]
+    assert install(plan=unknown)["packages"] == ["git", "clang"]
+    no_fallback = node_plan.plan(None, dict(PLAN_SETTINGS, exo_node_cpu_fallback=False), "h", preview=True)
+    assert install(plan=no_fallback)["packages"] == ["git"]
 
 
 @pytest.mark.parametrize("result, release", [
