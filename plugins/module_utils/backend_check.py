@@ -22,6 +22,11 @@ HINTS = {
 }
 
 
+def _runs_tinygrad(settings):
+    """Whether exo runs tinygrad with these settings: another engine forces no tinygrad backend."""
+    return settings.get("exo_node_inference_engine", "tinygrad") == "tinygrad"
+
+
 def to_check(settings):
     """The backends the role may force with these settings, for device_facts' ``backends``.
 
@@ -30,7 +35,7 @@ def to_check(settings):
     tinygrad, which forces no tinygrad backend.
     """
     backends = []
-    if settings.get("exo_node_inference_engine", "tinygrad") != "tinygrad":
+    if not _runs_tinygrad(settings):
         return backends
     if settings.get("exo_node_tinygrad_backend", "auto") != "auto":
         backends.append(settings["exo_node_tinygrad_backend"])
@@ -42,7 +47,7 @@ def to_check(settings):
 def _forced(settings, instances):
     """{backend: [instance names]} for the backends these instances force."""
     forced = {}
-    if settings.get("exo_node_inference_engine", "tinygrad") != "tinygrad":
+    if not _runs_tinygrad(settings):
         return forced
     for instance in instances:
         if instance["kind"] == "cpu":

@@ -17,6 +17,7 @@ import os
 import re
 
 from ansible.module_utils.common.validation import check_type_bool
+from ansible_collections.gpufleet.exo.plugins.module_utils.node_python import in_range
 
 # Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
 # Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; the other families'
@@ -41,10 +42,6 @@ def python_release(version_result):
     version_result = version_result or {}
     match = RELEASE.search(_text(version_result.get("stdout")) + " " + _text(version_result.get("stderr")))
     return match.group(1) if match else ""
-
-
-def _release_tuple(release):
-    return tuple(int(part) for part in release.split(".")[:2])
 
 
 def source_errors(settings):
@@ -73,18 +70,16 @@ def source_errors(settings):
     return errors
 
 
-def python_errors(settings, choice, version_result):
+def python_errors(settings, choice, version_result, release):
     """Why exo's Python cannot make its virtualenv: it does not run, or its release is out of range.
 
-    choice is the filter node_python's answer. A distribution's Python the role installs itself
+    choice is the filter node_python's answer; release is python_release(version_result). A distribution's Python the role installs itself
     (choice packages, with exo_node_manage_packages) is in range by node_python's table.
     """
     if choice.get("packages") and check_type_bool(settings["exo_node_manage_packages"]):
         return []
     low, high = settings["exo_node_python_min_version"], settings["exo_node_python_max_version"]
-    release = python_release(version_result)
-    if version_result.get("rc", 1) == 0 and release \
-            and _release_tuple(low) <= _release_tuple(release) <= _release_tuple(high):
+    if version_result.get("rc", 1) == 0 and release and in_range(release, low, high):
         return []
     if release:
         found = "is Python " + release
@@ -179,7 +174,8 @@ def plan(settings, os_family=None, python_choice=None, python_version=None, venv
     The host's state comes as the tasks registered it, each optional until it is known:
     python_choice (filter node_python), python_version (`python --version`), venv (stat of the
     virtualenv's python), ensurepip (`python -m ensurepip --version`, skipped where the virtualenv
-    exists) and node_plan (the filter node_plan's answer so far). wheels are the wheel files of exo_node_wheelhouse on the controller.
+    exists) and node_plan (the filter node_plan's answer so far). wheels are the wheel files of
+    exo_node_wheelhouse on the controller, None without a wheelhouse.
     """
     errors = source_errors(settings)
     version_result = python_version or {}
@@ -188,12 +184,12 @@ def plan(settings, os_family=None, python_choice=None, python_version=None, venv
     return {
         "errors": errors,
         "python_release": release,
-        "python_errors": python_errors(settings, python_choice, version_result) if python_choice and python_version
+        "python_errors": python_errors(settings, python_choice, version_result, release) if python_choice and python_version
         else [],
         "packages": packages(settings, os_family, release, ((venv or {}).get("stat") or {}).get("exists", True),
                              (ensurepip or {}).get("rc", 0), node_plan),
         "spec": install_spec(settings) if not errors else None,
-        "source_id": source_id(settings, wheels if settings["exo_node_wheelhouse"] else None) if not errors else None,
+        "source_id": source_id(settings, wheels) if not errors else None,
         "pip": pip_command(settings),
         "staged_source": staged_source(settings),
         "source_is_dir": settings["exo_node_source"] == "path" and os.path.isdir(source_path),

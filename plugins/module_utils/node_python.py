@@ -40,7 +40,8 @@ def platform(facts):
     return key if key in PLATFORMS else None
 
 
-def _in_range(release, low, high):
+def in_range(release, low, high):
+    """Whether a major.minor release lies from low to high, both included."""
     return _release(low) <= _release(release) <= _release(high)
 
 
@@ -69,9 +70,9 @@ def choose(facts, python, distribution_python, low, high):
         return found
     entry = PLATFORMS[key]
     own_path, own_release = entry["python"]
-    if _in_range(own_release, low, high):
+    if in_range(own_release, low, high):
         found.update(python=own_path, release=own_release)
-    elif entry["extra"] and _in_range(entry["extra"][2], low, high):
+    elif entry["extra"] and in_range(entry["extra"][2], low, high):
         package, path, release = entry["extra"]
         found.update(python=path, release=release, packages=[package])
     else:
@@ -86,10 +87,10 @@ def advice(facts, low, high):
     if entry is None:
         return "point exo_node_python at a CPython %s to %s on the host" % (low, high)
     own_path, own_release = entry["python"]
-    if _in_range(own_release, low, high):
+    if in_range(own_release, low, high):
         return "%s's own %s is Python %s: set exo_node_python: %s (or exo_node_distribution_python: true)" % (
             entry["name"], own_path, own_release, own_path)
-    if entry["extra"] and _in_range(entry["extra"][2], low, high):
+    if entry["extra"] and in_range(entry["extra"][2], low, high):
         package, path, release = entry["extra"]
         return ("%s packages Python %s as %s: set exo_node_distribution_python: true to install it and use %s"
                 % (entry["name"], release, package, path))
