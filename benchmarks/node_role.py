@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
 
 from tests.simulated import hosts as simhosts  # noqa: E402
 from tests.simulated import nvml as simnvml  # noqa: E402
-from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_probe  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
 # The molecule default scenario's hosts (roles/node/molecule/default/molecule.yml) on simulated hardware.

@@ -9,7 +9,7 @@ device_facts on a simulated H100 (the simulated libnvidia-ml under the real nvid
 interpreter's tinygrad, each case as a whole module run, medians and ratios against the baseline:
 
 - baseline: the H100 seen by NVML but not on the simulated PCI bus, so tinygrad runs beside NVML;
-- nvml_first: the H100 on the bus too, so tinygrad starts once NVML has answered (busy.py);
+- nvml_first: the H100 on the bus too, so tinygrad starts once NVML has answered (plugins/module_utils/probe/_busy.py);
 - busy: the same with the GPU held by another process: tinygrad is asked its version only;
 - backends_cpu: nvml_first plus the check of the CPU backend (a device open and a compile).
 """

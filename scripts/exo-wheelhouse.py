@@ -9,7 +9,7 @@
 DEST receives wheels of exo and tinygrad (built from SOURCE: an archive, a directory or a URL pip
 accepts; by default exo's repository at the role's pinned commit and tinygrad at the commit exo
 pins), the wheels of what exo needs at run time for the target Python and platform (exo's declared
-requirements as the role filters them, plugins/module_utils/exo_requirements.py), and
+requirements as the role filters them, plugins/plugin_utils/node/exo_requirements.py), and
 exo-wheelhouse.yml, the role variables that install from it. pip runs with a CPython of the target
 version (this interpreter, python3.X on PATH, or pyenv's) when it downloads, so that it evaluates the
 markers of exo's requirements for the hosts; the package index (and GitHub for the default sources) is needed on this

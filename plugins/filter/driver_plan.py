@@ -6,7 +6,7 @@ install steps found), documented in the .yml files beside this one."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import driver_plan as planner
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as planner
 
 
 def driver_plan(facts, settings, host, connection=None):

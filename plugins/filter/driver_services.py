@@ -6,7 +6,7 @@ driver_services.yml beside this file)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import driver_services as services
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import services
 
 
 def driver_services(facts, settings, units=(), installed=None, check_fabric=False):

@@ -5,7 +5,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import exo_requirements as requirements
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements as requirements
 
 
 def exo_requirements(metadata, skip=(), replace=None, tinygrad=""):

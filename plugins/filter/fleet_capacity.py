@@ -10,9 +10,9 @@ import os
 import yaml
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.exo.plugins.module_utils import capacity
-from ansible_collections.gpufleet.exo.plugins.module_utils import node_plan as planner
-from ansible_collections.gpufleet.exo.plugins.plugin_utils import fleet_report
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as planner
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
 
 NODE_DEFAULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                              "roles", "node", "defaults", "main.yml")

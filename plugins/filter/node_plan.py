@@ -11,9 +11,9 @@ __metaclass__ = type
 import glob
 import os
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import node_install as installer
-from ansible_collections.gpufleet.exo.plugins.module_utils import node_plan as planner
-from ansible_collections.gpufleet.exo.plugins.module_utils import node_python as pythons
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install as installer
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as planner
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as pythons
 
 
 def node_plan(facts, settings, host, existing=None, account=None, mig_minors_text=None, mig_minors_error=None,

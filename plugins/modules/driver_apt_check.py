@@ -198,7 +198,7 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.driver_packages import (
+from ansible_collections.gpufleet.exo.plugins.module_utils._driver_packages import (
     APT_TOOLS, apt_check, apt_verdict, without_tools)
 
 

@@ -136,7 +136,7 @@ import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.driver_packages import (
+from ansible_collections.gpufleet.exo.plugins.module_utils._driver_packages import (
     DNF_TOOLS, dnf_check, dnf_verdict, without_tools)
 
 

@@ -25,7 +25,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import capacity
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
 from tests.integration import exo_sources
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -33,7 +33,7 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [p for p in (REPO, os.path.join(REPO, ".build", "collections")) if p not in sys.path]
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import exo_requirements  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements  # noqa: E402
 from tests.integration import exo_sources  # noqa: E402
 
 WORK = os.path.join(REPO, ".build", "exo-wheelhouse")

@@ -21,7 +21,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 sys.path[:0] = [p for p in (REPO, os.path.join(REPO, ".build", "collections")) if p not in sys.path]
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_probe  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe  # noqa: E402
 from tests.simulated import hosts as simhosts  # noqa: E402
 from tests.simulated.hosts import uuid  # noqa: E402
 from tests.unit.conftest import run_playbook  # noqa: E402

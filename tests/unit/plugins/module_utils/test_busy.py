@@ -7,7 +7,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import busy, decide
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _busy as busy
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import conclusions as decide
 
 
 def gpu(used, free, processes=(), index=0):

@@ -18,7 +18,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as plugin
-from ansible_collections.gpufleet.exo.plugins.module_utils import capacity
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
 from tests.simulated import hosts as simhosts
 from tests.simulated import nvml as simnvml
 from tests.unit.conftest import run_module

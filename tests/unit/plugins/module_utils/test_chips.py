@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import chips
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _chips as chips
 
 # (name as NVML returns it, total memory in MiB as NVML reports it, chip)
 NVML_NAMES = [

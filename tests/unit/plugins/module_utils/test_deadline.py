@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.deadline import Stage, run_stages
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe._deadline import Stage, run_stages
 
 # Generous: the host is shared and noisy; this only proves the stage was abandoned, not speed.
 MARGIN = 5.0

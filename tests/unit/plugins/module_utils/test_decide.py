@@ -5,7 +5,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import decide
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import conclusions as decide
 
 NVML_OK = {"status": "ok", "message": None}
 GPU = {"index": 0, "name": "NVIDIA L4", "chip": "NVIDIA L4", "memory_mib": 22491, "uuid": "GPU-1",

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import driver_packages
+from ansible_collections.gpufleet.exo.plugins.module_utils import _driver_packages as driver_packages
 
 DEBIAN = {"file": "/etc/apt/sources.list.d/gpufleet-exo-nvidia.sources",
           "keyring": "/usr/share/keyrings/debian-archive-keyring.gpg",

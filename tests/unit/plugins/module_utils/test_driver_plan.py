@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.driver_plan import FilterModule
-from ansible_collections.gpufleet.exo.plugins.module_utils import driver_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
 from ansible_collections.gpufleet.exo.plugins.modules import device_facts
 from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs

@@ -9,7 +9,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import driver_plan, driver_services
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import services as driver_services
 from tests.simulated import nvml as sim
 from tests.simulated import sysfs as simsysfs
 

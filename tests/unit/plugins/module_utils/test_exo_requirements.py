@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.exo_requirements import FilterModule
-from ansible_collections.gpufleet.exo.plugins.module_utils import exo_requirements
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as _handle:

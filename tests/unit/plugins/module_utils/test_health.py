@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import health
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import health
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 FIXTURES = os.path.join(REPO, "tests", "fixtures", "real-h100")

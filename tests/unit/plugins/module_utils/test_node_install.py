@@ -4,7 +4,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-__doc__ = """How the node role puts exo into its virtualenv (plugins/module_utils/node_install.py), through
+__doc__ = """How the node role puts exo into its virtualenv (plugins/plugin_utils/node/install.py), through
 the filter gpufleet.exo.node_install, with the role's defaults and the host's state as the tasks
 register it."""
 
@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
-from ansible_collections.gpufleet.exo.plugins.module_utils import node_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from tests.unit.plugins.module_utils.test_node_plan import SETTINGS as PLAN_SETTINGS
 from tests.unit.conftest import REPO
 

@@ -19,7 +19,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import node_plan, tinygrad_probe
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import bus, uuid
 from tests.unit.conftest import REPO, run_module

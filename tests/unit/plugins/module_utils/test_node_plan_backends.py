@@ -17,7 +17,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import backend_check, node_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals as backend_check
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from tests.simulated import hosts as simhosts
 from tests.unit.conftest import run_module
 from tests.unit.plugins.module_utils.test_node_plan import SETTINGS

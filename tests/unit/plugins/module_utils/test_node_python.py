@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
-from ansible_collections.gpufleet.exo.plugins.module_utils import node_python
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as node_python
 from tests.unit.conftest import REPO
 
 FACTS = {

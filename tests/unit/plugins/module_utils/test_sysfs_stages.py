@@ -5,7 +5,9 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import amd, host, pci
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _amd as amd
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _host as host
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import pci
 from tests.simulated import sysfs as sim
 
 

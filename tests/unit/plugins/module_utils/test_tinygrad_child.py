@@ -18,11 +18,11 @@ import zipfile
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_child
-from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_probe
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad_child as tinygrad_child
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 
 TIMEOUT = 120  # generous: the host is shared; this only stops a hung child from hanging the suite
-PACKAGE = "ansible_collections/gpufleet/exo/plugins/module_utils"
+PACKAGE = "ansible_collections/gpufleet/exo/plugins/module_utils/probe"
 MODULE_UTILS = os.path.dirname(os.path.abspath(tinygrad_probe.__file__))
 
 
@@ -63,7 +63,7 @@ def ansiballz_like_zip(path):
     with zipfile.ZipFile(str(path), "w") as archive:
         for depth in range(1, len(parts) + 1):
             archive.writestr("/".join(parts[:depth]) + "/__init__.py", "")
-        for name in ("tinygrad_probe.py", "tinygrad_child.py"):
+        for name in ("_tinygrad.py", "_tinygrad_child.py"):
             archive.write(os.path.join(MODULE_UTILS, name), PACKAGE + "/" + name)
     return str(path)
 
@@ -71,7 +71,7 @@ def ansiballz_like_zip(path):
 FROM_ZIP = r'''
 import json, subprocess, sys
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_probe
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 child = subprocess.run([sys.executable, "-I", "-c", tinygrad_probe.SCRIPT], stdout=subprocess.PIPE).stdout
 print(json.dumps({"origin": tinygrad_probe.__file__, "script": tinygrad_probe.SCRIPT,
                   "child": json.loads(child.decode())}))

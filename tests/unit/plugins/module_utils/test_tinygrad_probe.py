@@ -22,8 +22,8 @@ import textwrap
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_child
-from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_probe as tp
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad_child as tinygrad_child
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tp
 
 TIMEOUT = 120  # generous: the host is shared; this only stops a hung child from hanging the suite
 

@@ -12,7 +12,7 @@ import os
 import pytest
 from hypothesis import given, strategies as st
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.visible import resolve, cuda_order
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe._visible import resolve, cuda_order
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "real-h100")
 with open(os.path.join(FIXTURES, "device_facts.json")) as handle:

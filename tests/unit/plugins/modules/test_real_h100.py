@@ -31,7 +31,10 @@ from importlib import metadata
 import pytest
 import yaml
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import decide, node_plan, tinygrad_probe, visible
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import conclusions as decide
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _visible as visible
 from tests.simulated import hosts as simhosts
 from tests.unit.conftest import REPO, run_module
 

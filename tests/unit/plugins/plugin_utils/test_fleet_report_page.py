@@ -13,8 +13,8 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as plugin
-from ansible_collections.gpufleet.exo.plugins.module_utils import capacity
-from ansible_collections.gpufleet.exo.plugins.plugin_utils import fleet_report
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
 
 
 def one_gpu_fleet(memory_mib):

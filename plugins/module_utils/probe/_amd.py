@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import chips, sysfs
+from . import _chips as chips, _sysfs as sysfs
 
 MIB = 1024 * 1024
 

@@ -5,8 +5,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import busy
-from ansible_collections.gpufleet.exo.plugins.module_utils.tinygrad_probe import BACKENDS
+from . import _busy as busy
+from ._tinygrad import BACKENDS
 
 GPU_BACKENDS = ("cuda", "nv", "amd")
 # NVML states in which the NVIDIA driver is not usable because a part of it is missing.
@@ -63,7 +63,7 @@ def busy_backend(nvml, gpus, visible, tinygrad):
     """Why the backend is cuda although tinygrad did not select a GPU: the GPU is busy. Else None.
 
     On a GPU whose memory other processes hold, tinygrad may get no context (it then falls to
-    OpenCL or the CPU), and with any GPU busy the probe opens none (busy.py); that says nothing
+    OpenCL or the CPU), and with any GPU busy the probe opens none (_busy.py); that says nothing
     about the GPUs, which NVML sees healthy, and the process holding one is often exo itself.
     """
     if not tinygrad.get("installed") or BACKENDS.get(tinygrad.get("backend")) in GPU_BACKENDS:

@@ -9,7 +9,7 @@ import glob
 import os
 import re
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import sysfs
+from . import _sysfs as sysfs
 
 try:
     import psutil

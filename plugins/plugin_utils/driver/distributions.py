@@ -5,7 +5,7 @@
 
 Package names carry placeholders filled per host: %(branch)s the driver branch, %(open)s "-open" for
 NVIDIA's open kernel modules (Ubuntu), %(kernel)s the running kernel's release, %(major)s the
-distribution's major version. plugins/module_utils/driver_plan.py reads these tables; docs/driver.md
+distribution's major version. plugins/plugin_utils/driver/plan.py reads these tables; docs/driver.md
 shows them per distribution.
 """
 from __future__ import absolute_import, division, print_function

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Whether a GPU is fit to serve: what NVML says about its health, and a verdict with the reasons.
 
-`query` runs in the NVML child (nvml.py) and returns raw values; `shape` and `verdict` run in the
+`query` runs in the NVML child (_nvml.py) and returns raw values; `shape` and `verdict` run in the
 parent. A value NVML does not give (an old driver, a part without the feature) is None and no rule
 judges it: `ok` means nothing known is wrong.
 """

@@ -6,7 +6,7 @@
 Safe stages (sysfs, procfs) run in this process. Risky ones (NVML, vendor libraries, tinygrad's
 device selection and backend checks) run in child processes that share one deadline, all at once
 except where an NVIDIA GPU is on the bus: tinygrad's stages then start once NVML has said which
-GPUs are busy (busy.py). A stage that fails costs only its own part of the facts.
+GPUs are busy (_busy.py). A stage that fails costs only its own part of the facts.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -15,8 +15,9 @@ import os
 import sys
 import time
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import (
-    amd, busy, decide, deadline, host, nvml, pci, tinygrad_probe, visible)
+from . import (
+    _amd as amd, _busy as busy, _deadline as deadline, _host as host, _nvml as nvml, _tinygrad as tinygrad_probe,
+    _visible as visible, conclusions, pci)
 
 SCHEMA_VERSION = 1
 
@@ -69,7 +70,7 @@ def _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visib
         stages["tinygrad"] = deadline.Stage(argv=tinygrad_probe.stage_argv(python, mode), env=env)
     gpu = _check_gpu(gpus, visible_facts) if visible_facts else None
     for name in backends:
-        if name in decide.GPU_BACKENDS and gpu is None and busy_gpus:
+        if name in conclusions.GPU_BACKENDS and gpu is None and busy_gpus:
             skipped[name] = tinygrad_probe.skipped_entry(busy_gpus[0][0], "not opened: " + busy.describe(busy_gpus))
             continue
         check_gpus[name] = None if name == "cpu" else gpu
@@ -92,7 +93,7 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         stages["amd"] = deadline.Stage(func=amd.query_names)
     python = tinygrad_python or sys.executable
     # Where an NVIDIA GPU is on the bus, tinygrad waits for NVML, which says whether the GPU is
-    # busy (busy.py); elsewhere there is nothing to wait for.
+    # busy (_busy.py); elsewhere there is nothing to wait for.
     nvidia_first = any(device["vendor"] == "nvidia" for device in pci_devices)
     planned = ({}, {}, {})
     if not nvidia_first:
@@ -150,17 +151,17 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
                 tinygrad_facts["backends"][name] = tinygrad_probe.check_entry(
                     None, check_gpus[name], {"type": outcome.kind, "message": outcome.message})
 
-    chosen, fallback_reason = decide.backend(pci_devices, nvml_facts, gpus, visible_facts, amd_gpus,
+    chosen, fallback_reason = conclusions.backend(pci_devices, nvml_facts, gpus, visible_facts, amd_gpus,
                                              tinygrad_facts)
-    driver_needed, driver_reason = decide.driver(pci_devices, nvml_facts)
+    driver_needed, driver_reason = conclusions.driver(pci_devices, nvml_facts)
     return {
         "schema_version": SCHEMA_VERSION,
         "backend": chosen,
         "fallback_reason": fallback_reason,
-        "backend_reason": decide.busy_backend(nvml_facts, gpus, visible_facts, tinygrad_facts),
+        "backend_reason": conclusions.busy_backend(nvml_facts, gpus, visible_facts, tinygrad_facts),
         "driver_needed": driver_needed,
         "driver_reason": driver_reason,
-        "exo": decide.exo_capabilities(chosen, gpus, visible_facts, amd_gpus, host_facts),
+        "exo": conclusions.exo_capabilities(chosen, gpus, visible_facts, amd_gpus, host_facts),
         "gpus": gpus,
         "visible": visible_facts,
         "pci": pci_devices,

@@ -17,7 +17,7 @@ import os
 import re
 
 from ansible.module_utils.common.validation import check_type_bool
-from ansible_collections.gpufleet.exo.plugins.module_utils.node_python import in_range
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
 
 # Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
 # Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; the other families'

@@ -7,13 +7,21 @@ __metaclass__ = type
 
 import os
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import sysfs
+from . import _sysfs as sysfs
 
 # PCI class codes (base class 03, display controller) that GPUs use: VGA, 3D, other display.
 DISPLAY_CLASSES = ("0x0300", "0x0302", "0x0380")
 VENDORS = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
 # NVSwitch shows up as an NVIDIA device of class 0680 (bridge, other): lspci's "Bridge [0680]".
 NVSWITCH = ("0x10de", "0x0680")
+
+
+def sysfs_bus_id(bus_id):
+    """NVML writes 00000000:3B:00.0; sysfs, lspci and the PCI scan write 0000:3b:00.0."""
+    if not bus_id:
+        return None
+    domain, sep, rest = bus_id.lower().partition(":")
+    return "%04x:%s" % (int(domain, 16), rest) if sep and rest else bus_id.lower()
 
 
 def _device(directory, bus_id):

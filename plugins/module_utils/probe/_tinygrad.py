@@ -4,7 +4,7 @@
 """The ``tinygrad`` section of device_capabilities: which backend exo's tinygrad would select.
 
 The question is answered in a child process of the interpreter whose tinygrad exo uses, by the
-program in tinygrad_child.py (``SCRIPT`` is its text, run as ``[python, "-c", SCRIPT]``);
+program in _tinygrad_child.py (``SCRIPT`` is its text, run as ``[python, "-c", SCRIPT]``);
 ``interpret()`` turns its answer into the section, with the environment that selects each backend
 for that tinygrad version (``version_facts()``).
 """
@@ -14,7 +14,7 @@ __metaclass__ = type
 import copy
 import json
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import tinygrad_child
+from . import _tinygrad_child as tinygrad_child
 
 # tinygrad device name -> the backend vocabulary of docs/facts.md; names not listed map to None.
 BACKENDS = {

@@ -18,10 +18,10 @@ import re
 
 from ansible.module_utils.common.validation import check_type_bool, check_type_float
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import driver_distributions as distributions
-from ansible_collections.gpufleet.exo.plugins.module_utils._settings import SettingError, as_bool, as_number, show
-from ansible_collections.gpufleet.exo.plugins.module_utils.driver_packages import module_streams
-from ansible_collections.gpufleet.exo.plugins.module_utils.decide import DRIVER_MISSING, nvidia_gpus
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, as_bool, as_number, show
+from ansible_collections.gpufleet.exo.plugins.module_utils._driver_packages import module_streams
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe.conclusions import DRIVER_MISSING, nvidia_gpus
 
 # The decision table: case -> (action, reason). The first case that applies wins (see classify).
 #   none     nothing to do

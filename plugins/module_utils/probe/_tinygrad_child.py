@@ -27,7 +27,7 @@ tables below, with citations.
 Two more modes, chosen by the arguments after ``-c <text>``:
 
 - ``version``: only whether tinygrad is installed and its version, read from its metadata; no
-  device is opened (the probe's answer where a GPU is busy, see busy.py).
+  device is opened (the probe's answer where a GPU is busy, see _busy.py).
 - ``check <json>``: whether one backend opens and computes a one-element kernel under the
   environment an exo instance forcing it gets (``check_env``); the JSON names the backend and
   the GPU (``{"backend": "cuda", "gpu": {"index": 0, "uuid": "GPU-..."}}``, gpu null for cpu).
@@ -286,7 +286,7 @@ def selected_device(select_env):
 def check_env(row, backend, gpu):
     """The variables of an exo instance that forces ``backend`` on ``gpu`` (None: the CPU instance).
 
-    As the node role writes them (node_plan.py): the CPU instance hides every GPU from CUDA; a GPU
+    As the node role writes them (plugins/plugin_utils/node): the CPU instance hides every GPU from CUDA; a GPU
     instance names its GPU by UUID in PCI order and by index in tinygrad's own list.
     """
     index = gpu["index"] if gpu else 0

@@ -17,11 +17,11 @@ import json
 import os.path
 import re
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import backend_check
-from ansible_collections.gpufleet.exo.plugins.module_utils._settings import SettingError, as_bool, as_number, show
-from ansible_collections.gpufleet.exo.plugins.module_utils.decide import cpu_capabilities, gpu_capabilities
-from ansible_collections.gpufleet.exo.plugins.module_utils.health import VERDICTS
-from ansible_collections.gpufleet.exo.plugins.module_utils.nvml import sysfs_bus_id
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals as backend_check
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, as_bool, as_number, show
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe.conclusions import cpu_capabilities, gpu_capabilities
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe.health import VERDICTS
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe.pci import sysfs_bus_id
 
 # Every GPU instance needs these besides its own /dev/nvidiaN.
 GPU_DEVICES = ["/dev/nvidiactl rw", "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw"]

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The NVML stage: every GPU the NVIDIA driver knows, through nvidia-ml-py.
 
-`query` runs in a child process (see deadline.py) and returns raw values only; `shape` turns them
+`query` runs in a child process (see _deadline.py) and returns raw values only; `shape` turns them
 into the published facts in the parent, where nothing can hang.
 """
 from __future__ import absolute_import, division, print_function
@@ -15,8 +15,8 @@ import importlib.util
 import os
 import sys
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import busy
-from ansible_collections.gpufleet.exo.plugins.module_utils import chips, health
+from . import _busy as busy, _chips as chips, health
+from .pci import sysfs_bus_id
 
 MIB = 1024 * 1024
 LIBRARY = "libnvidia-ml.so.1"
@@ -200,14 +200,6 @@ def query():
     except Exception:  # pylint: disable=broad-except
         pass
     return result
-
-
-def sysfs_bus_id(bus_id):
-    """NVML writes 00000000:3B:00.0; sysfs, lspci and the PCI scan write 0000:3b:00.0."""
-    if not bus_id:
-        return None
-    domain, sep, rest = bus_id.lower().partition(":")
-    return "%04x:%s" % (int(domain, 16), rest) if sep and rest else bus_id.lower()
 
 
 def _flops(raw, chip):

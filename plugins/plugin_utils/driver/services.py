@@ -11,8 +11,8 @@ it says. Package names per distribution are in driver_distributions.py.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils import driver_distributions
-from ansible_collections.gpufleet.exo.plugins.module_utils.driver_packages import upstream
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions as driver_distributions
+from ansible_collections.gpufleet.exo.plugins.module_utils._driver_packages import upstream
 
 FABRIC_MANAGER_SERVICE = "nvidia-fabricmanager"
 
