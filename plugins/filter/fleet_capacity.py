@@ -12,6 +12,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as planner
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
 
 NODE_DEFAULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
@@ -28,7 +29,7 @@ def node_defaults():
     """The node role's defaults for the planner's settings, templates left as written."""
     with open(NODE_DEFAULTS) as handle:
         defaults = yaml.safe_load(handle)
-    return dict((name, defaults[name]) for name in planner.SETTINGS if name in defaults)
+    return dict((name, defaults[name]) for name in node_settings.SETTINGS if name in defaults)
 
 
 def host_settings(host, hv, hosts, defaults):
@@ -37,7 +38,7 @@ def host_settings(host, hv, hosts, defaults):
     for name, value in defaults.items():
         if isinstance(value, str) and "{{" in value:
             settings[name] = TEMPLATED_DEFAULTS[name](host, hv, hosts)
-    for name in planner.SETTINGS:
+    for name in node_settings.SETTINGS:
         if name in hv:
             settings[name] = hv[name]
     return settings

@@ -13,6 +13,8 @@ import os
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install as installer
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as planner
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster as clusters
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome as outcomes
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as pythons
 
 
@@ -24,16 +26,16 @@ def node_plan(facts, settings, host, existing=None, account=None, mig_minors_tex
 
 def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play_hosts=()):
     others = {}
-    for name in set(planner.cluster_names(cluster_hosts)) | set(play_hosts):
+    for name in set(clusters.cluster_names(cluster_hosts)) | set(play_hosts):
         if name != host and name in hostvars:
             others[name] = hostvars[name].get("exo_node_instances")
-    peers, errors = planner.cluster(host, instances, cluster_hosts, list(inventory_hosts), others)
+    peers, errors = clusters.cluster(host, instances, cluster_hosts, list(inventory_hosts), others)
     return {"peers": peers, "errors": errors}
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
                  all_changed=False, started=None, mtimes=None):
-    return planner.outcome(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
+    return outcomes.outcome(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
                            security=security, changed=changed, all_changed=all_changed, started=started,
                            mtimes=mtimes)
 

@@ -20,6 +20,9 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import bus, uuid
@@ -28,7 +31,7 @@ from tests.unit.conftest import REPO, run_module
 REAL_H100 = os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)
-SETTINGS = dict((name, DEFAULTS[name]) for name in node_plan.SETTINGS)
+SETTINGS = dict((name, DEFAULTS[name]) for name in settings.SETTINGS)
 SETTINGS.update(exo_node_id_prefix="h", exo_node_address="10.0.0.1", exo_node_cluster_hosts=["h"])
 
 
@@ -416,7 +419,7 @@ def test_the_cpu_node_gives_way_to_gpu_nodes(probed):
 def test_cluster_peers_and_node_ids_used_twice(probed):
     mine = ok(probed["one"])["instances"]
     theirs = ok(probed["two"], exo_node_address="10.0.0.2")["instances"]
-    peers, errors = node_plan.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": theirs})
+    peers, errors = cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": theirs})
     assert errors == ["host h: node id h-%s is also used by g; give each host its own exo_node_id_prefix (now h)"
                       % uuid(0)]
     assert sorted(peers) == ["h-" + uuid(0), "h-" + uuid(1)]
@@ -426,7 +429,7 @@ def test_cluster_peers_and_node_ids_used_twice(probed):
 
 def test_cluster_hosts_must_be_in_the_inventory(probed):
     mine = ok(probed["one"])["instances"]
-    peers, errors = node_plan.cluster("h", mine, "h,gpu99", ["h"], {})
+    peers, errors = cluster.cluster("h", mine, "h,gpu99", ["h"], {})
     assert errors == ["host h: exo_node_cluster_hosts names \"gpu99\", not in the inventory; list inventory hosts "
                       "(or a group: \"{{ groups['name'] }}\")"]
     assert list(peers) == ["h-" + uuid(0)]
@@ -450,14 +453,14 @@ def test_only_changed_instances_that_ran_before_restart(probed):
     envs = loop(instances, **{uuid(1): {"changed": True}, uuid(3): {"changed": True}})
     dropins = loop(instances, **{uuid(2): {"changed": True}})
     before = [uuid(1), uuid(2)]  # GPU 3's instance is new: started, not restarted
-    assert node_plan.restarts(instances, before, [envs, dropins]) == [uuid(1), uuid(2)]
-    assert node_plan.restarts(instances, before, [loop(instances), loop(instances)]) == []
+    assert outcome.restarts(instances, before, [envs, dropins]) == [uuid(1), uuid(2)]
+    assert outcome.restarts(instances, before, [loop(instances), loop(instances)]) == []
 
 
 def test_a_new_unit_or_exo_restarts_every_instance_that_ran_before(probed):
     instances = ok(probed["four"])["instances"]
     before = [uuid(n) for n in range(4)]
-    assert node_plan.restarts(instances, before, [loop(instances)], all_changed=True) == before
+    assert outcome.restarts(instances, before, [loop(instances)], all_changed=True) == before
 
 
 def test_an_instance_older_than_its_files_restarts(probed):
@@ -466,12 +469,12 @@ def test_an_instance_older_than_its_files_restarts(probed):
     started = loop(instances, **{uuid(0): {"stdout": "@1700000100"}, uuid(1): {"stdout": "@1700000100"}})
     mtimes = loop(instances, **{uuid(0): {"stdout_lines": ["1700000000", "1700000050"]},
                                 uuid(1): {"stdout_lines": ["1700000000", "1700000200"]}})
-    assert node_plan.restarts(instances, [], [], started=started, mtimes=mtimes) == [uuid(1)]
+    assert outcome.restarts(instances, [], [], started=started, mtimes=mtimes) == [uuid(1)]
     # Never started (systemd says nothing or "n/a"), or its files could not be read: no restart.
     started = loop(instances, **{uuid(0): {"stdout": ""}, uuid(1): {"stdout": "n/a"}})
-    assert node_plan.restarts(instances, [], [], started=started, mtimes=mtimes) == []
+    assert outcome.restarts(instances, [], [], started=started, mtimes=mtimes) == []
     started = loop(instances, **{uuid(1): {"stdout": "@1700000100"}})
-    assert node_plan.restarts(instances, [], [], started=started, mtimes=loop(instances)) == []
+    assert outcome.restarts(instances, [], [], started=started, mtimes=loop(instances)) == []
 
 
 def test_exposure_figures_from_systemd_analyze(probed):
@@ -480,22 +483,22 @@ def test_exposure_figures_from_systemd_analyze(probed):
         uuid(0): {"stdout": "  NAME  DESCRIPTION  EXPOSURE\n→ Overall exposure level for exo@%s.service: 1.6 OK :-)"
                             % uuid(0)},
         uuid(1): {"stdout": "", "stderr": "Failed to open unit"}})
-    assert node_plan.exposures(security) == {uuid(0): "1.6"}
+    assert outcome.exposures(security) == {uuid(0): "1.6"}
     # Check mode skips the loop: a skipped result has no results.
-    assert node_plan.exposures({"skipped": True, "changed": False}) == {}
+    assert outcome.exposures({"skipped": True, "changed": False}) == {}
 
 
 def test_missing_device_nodes_and_what_nvidia_modprobe_said(probed):
     stats = {"results": [{"item": "/dev/nvidia0", "stat": {"exists": True}},
                          {"item": "/dev/nvidia-uvm", "stat": {"exists": False}},
                          {"item": "/dev/nvidia-uvm-tools", "stat": {"exists": False}}]}
-    found = node_plan.outcome([], "h", device_stats=stats, modprobe={"rc": 1, "stderr": "no such module"})
+    found = outcome.outcome([], "h", device_stats=stats, modprobe={"rc": 1, "stderr": "no such module"})
     assert found["missing_devices"] == ["/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"] and found["modprobe_needed"]
     assert found["devices_note"] == ("host h: /dev/nvidia-uvm, /dev/nvidia-uvm-tools missing (nvidia-modprobe: "
                                      "no such module); DeviceAllow= lines for them take effect only once they "
                                      "exist and the instance restarts")
-    skipped = node_plan.outcome([], "h", device_stats=stats, modprobe={"skipped": True})
+    skipped = outcome.outcome([], "h", device_stats=stats, modprobe={"skipped": True})
     assert "missing; DeviceAllow=" in skipped["devices_note"]
     stats["results"][1:] = []
-    assert node_plan.outcome([], "h", device_stats=stats) == {
+    assert outcome.outcome([], "h", device_stats=stats) == {
         "missing_devices": [], "modprobe_needed": False, "devices_note": None, "exposure": {}, "restart": []}

@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each exo instance of a host as the unit runs it: environment, arguments, devices, ports.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os.path
+
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe.conclusions import cpu_capabilities, gpu_capabilities
+
+# Every GPU instance needs these besides its own /dev/nvidiaN.
+GPU_DEVICES = ["/dev/nvidiactl rw", "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw"]
+
+
+def _tinygrad_env(tinygrad, backend, index):
+    """The variables that force tinygrad's backend, with the GPU's index filled in, or None if unknown."""
+    select = (tinygrad.get("select_env") or {}).get(backend)
+    if not select:
+        return None
+    return dict((var, str(value).replace("{index}", str(index))) for var, value in select.items())
+
+
+def render(host, facts, s, c, slot, minors, minors_error):
+    """(instance, errors, warnings) for candidate c in slot."""
+    errors, warnings = [], []
+    tinygrad = facts.get("tinygrad") or {}
+    home = "%s/%s" % (s["exo_node_data_dir"], "shared" if s["exo_node_shared_home"] else c["name"])
+    env = {"EXO_HOME": home, "HOME": home, "PYTHONUNBUFFERED": "1"}
+    devices, cpu_list, numa_node = [], None, None
+    gpu = c["gpu"]
+    if c["kind"] == "cpu":
+        # An empty list hides every GPU from CUDA; DevicePolicy=closed hides them from everything.
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        cpu_env = _tinygrad_env(tinygrad, "cpu", 0)
+        if cpu_env:
+            env.update(cpu_env)
+        else:
+            warnings.append("host %s: the variable that selects tinygrad's CPU backend is unknown (tinygrad in %s: %s); "
+                            "the CPU instance relies on tinygrad falling back by itself"
+                            % (host, tinygrad.get("python", "?"), tinygrad.get("reason") or "not probed"))
+        capabilities = cpu_capabilities(facts["host"])
+    else:
+        env.update(CUDA_VISIBLE_DEVICES=c["name"], CUDA_DEVICE_ORDER="PCI_BUS_ID")
+        # tinygrad's NV backend reads integer indices only, from its own variable where the version has one.
+        nv_visible = (tinygrad.get("visible_devices_env") or {}).get("nv")
+        if nv_visible:
+            env[nv_visible] = str(gpu["index"])
+        backend = s["exo_node_tinygrad_backend"]
+        if backend != "auto":
+            forced = _tinygrad_env(tinygrad, backend, gpu["index"])
+            if forced is None:
+                errors.append("host %s: exo_node_tinygrad_backend is %s but the variable that selects it is unknown "
+                              "for tinygrad in %s (%s)"
+                              % (host, backend, tinygrad.get("python", "?"), tinygrad.get("reason") or "not probed"))
+            else:
+                env.update(forced)
+        devices = ["/dev/nvidia%d rw" % gpu["minor"]] + GPU_DEVICES
+        if c["kind"] == "mig":
+            instance_id, compute_id = c["mig"].get("gpu_instance_id"), c["mig"].get("compute_instance_id")
+            for key in ("gpu%d/gi%s/access" % (gpu["minor"], instance_id),
+                        "gpu%d/gi%s/ci%s/access" % (gpu["minor"], instance_id, compute_id)):
+                if key in minors:
+                    devices.append("/dev/nvidia-caps/nvidia-cap%s r" % minors[key])
+                else:
+                    errors.append("host %s: %s is not in %s%s, so the MIG device %s cannot be allowed its capability "
+                                  "device; is the MIG instance created?" % (
+                                      host, key, s["exo_node_mig_minors_path"],
+                                      " (reading it failed: %s)" % minors_error if minors_error else "", c["name"]))
+        if s["exo_node_cpu_affinity"] and gpu.get("cpu_list"):
+            cpu_list = gpu["cpu_list"]
+        if s["exo_node_numa_policy"] and gpu.get("numa_node") is not None and int(gpu["numa_node"]) >= 0:
+            numa_node = int(gpu["numa_node"])
+        capabilities = gpu_capabilities(gpu, c["memory_mib"])
+    env.update((key, str(value)) for key, value in s["exo_node_extra_env"].items())
+    ports = {"grpc": s["exo_node_grpc_port"] + slot, "api": s["exo_node_api_port"] + slot,
+             "udp": s["exo_node_udp_port"] + slot, "broadcast": s["exo_node_broadcast_port"]}
+    node_id = "%s-%s" % (s["exo_node_id_prefix"], c["name"])
+    args = ["--node-id=" + node_id, "--node-port=%d" % ports["grpc"], "--chatgpt-api-port=%d" % ports["api"],
+            "--discovery-module=" + s["exo_node_discovery"], "--discovery-timeout=%d" % s["exo_node_discovery_timeout"],
+            "--wait-for-peers=%d" % s["exo_node_wait_for_peers"], "--inference-engine=" + s["exo_node_inference_engine"],
+            "--disable-tui"]
+    if s["exo_node_discovery"] == "manual":
+        args.append("--discovery-config-path=%s/topology.json" % s["exo_node_config_dir"])
+    else:
+        args += ["--listen-port=%d" % ports["udp"], "--broadcast-port=%d" % ports["broadcast"]]
+    instance = {
+        "name": c["name"],
+        "kind": c["kind"],
+        "slot": slot,
+        "node_id": node_id,
+        "address": s["exo_node_address"],
+        "ports": ports,
+        "home": home,
+        "gpu_uuid": gpu["uuid"] if gpu else None,
+        "gpu_index": gpu["index"] if gpu else None,
+        "pci_bus_id": gpu["pci_bus_id"] if gpu else None,
+        "mig_uuid": c["name"] if c["kind"] == "mig" else None,
+        "minor": gpu["minor"] if gpu else None,
+        "env": env,
+        "args": args + [str(a) for a in s["exo_node_extra_args"]],
+        "devices": devices + list(s["exo_node_device_allow_extra"]),
+        "cpu_list": cpu_list,
+        "numa_node": numa_node,
+        "capabilities": capabilities,
+    }
+    return instance, errors, warnings
+
+
+def port_errors(host, instances, discovery):
+    used = {}
+    for i in instances:
+        used.setdefault(("tcp", i["ports"]["grpc"]), []).append("the gRPC port of " + i["name"])
+        used.setdefault(("tcp", i["ports"]["api"]), []).append("the API port of " + i["name"])
+        if discovery == "udp":
+            used.setdefault(("udp", i["ports"]["udp"]), []).append("the discovery port of " + i["name"])
+    errors = []
+    highest = max(port for dummy, port in used) if used else 0
+    if highest > 65535:
+        errors.append("host %s: port %d is beyond 65535 (%d instances from the bases given); lower exo_node_grpc_port, "
+                      "exo_node_api_port or exo_node_udp_port" % (host, highest, len(instances)))
+    for (proto, port), users in sorted(used.items()):
+        if len(users) > 1:
+            errors.append("host %s: %s port %d is used by %s; move exo_node_grpc_port, exo_node_api_port or "
+                          "exo_node_udp_port apart (each instance uses base + its slot)"
+                          % (host, proto, port, " and ".join(users)))
+    return errors
+
+
+def removals(host, facts, nvml_ok, instances, skipped, existing, allow):
+    """(removed, errors): configured instances that leave. Only a GPU that left the host goes by itself."""
+    keep = set(i["name"] for i in instances)
+    present = {}
+    if nvml_ok:
+        for gpu in facts["gpus"]:
+            present[(gpu["uuid"] or "").lower()] = gpu
+            for device in (gpu.get("mig") or {}).get("devices") or []:
+                present[(device.get("uuid") or "").lower()] = gpu
+    removed, held = [], []
+    for name in sorted(set(existing) - keep):
+        # The CPU node is the fallback: it gives way to the GPU nodes that replace it.
+        gone = name == "cpu" or (nvml_ok and name.lower() not in present)
+        if gone or allow:
+            removed.append(name)
+        else:
+            held.append(name)
+    if not held:
+        return removed, []
+    why = "; ".join(skipped) if nvml_ok else "NVML: %s" % facts["nvml"].get("status")
+    return removed, ["host %s: this run would stop and remove exo@%s although %s (%s); fix the settings, or set "
+                     "exo_node_allow_removal: true to remove %s" % (
+                         host, ", exo@".join(held),
+                         ("the GPU is still on the host" if nvml_ok else "NVML cannot tell whether the GPU is still there")
+                         if len(held) == 1 else
+                         ("their GPUs are still on the host" if nvml_ok else "NVML cannot tell whether their GPUs are still there"),
+                         why or "the settings leave them out", "them" if len(held) > 1 else "it")]
+
+
+def instance_name(entry):
+    """An instance's name from the path of its env file (<instances dir>/<name>.env), or the name itself."""
+    name = os.path.basename(str(entry))
+    return name[:-len(".env")] if name.endswith(".env") else name

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a run of the node role found: device nodes missing, exposure figures, instances to restart.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+EXPOSURE_RE = re.compile(r"Overall exposure level for \S+: ([0-9.]+)")
+# exo@.service, the source marker, the instance's env file and drop-in: what its process was started from.
+STARTED_RE = re.compile(r"^@([0-9]+)$")
+
+
+def _results(registered):
+    """The per-item results of a registered loop (or of a skipped one: none)."""
+    return (registered or {}).get("results") or []
+
+
+def missing_devices(stats):
+    """The device nodes a stat loop over plan["device_paths"] found missing, in the plan's order."""
+    return [r["item"] for r in _results(stats) if not (r.get("stat") or {}).get("exists")]
+
+
+def devices_note(host, missing, modprobe):
+    """What the user is told about device nodes missing (None when none are).
+
+    modprobe: the registered result of nvidia-modprobe; what it said is quoted unless it was skipped.
+    """
+    if not missing:
+        return None
+    said = "" if not modprobe or modprobe.get("skipped") else " (nvidia-modprobe: %s)" % (
+        modprobe.get("msg") or modprobe.get("stderr") or "not run")
+    return ("host %s: %s missing%s; DeviceAllow= lines for them take effect only once they exist and the instance "
+            "restarts" % (host, ", ".join(missing), said))
+
+
+def exposure(text):
+    """The overall exposure systemd-analyze security printed, as it printed it, or None."""
+    match = EXPOSURE_RE.search(text or "")
+    return match.group(1) if match else None
+
+
+def exposures(security):
+    """Each instance's exposure figure from the registered security loop: {name: "1.6"}."""
+    figures = {}
+    for result in _results(security):
+        figure = exposure(result.get("stdout"))
+        if figure:
+            figures[result["item"]["name"]] = figure
+    return figures
+
+
+def restarts(instances, existing, changed, all_changed=False, started=None, mtimes=None):
+    """The instances to restart, in the plan's order.
+
+    changed: the registered env file and drop-in loops (a list of them); all_changed: the unit or exo
+    itself changed. An instance new in this run is started, not restarted. Besides, an instance
+    still running with settings older than its files (a run that stopped before its handlers) is
+    restarted: started and mtimes are the registered loops of `systemctl show` (ActiveEnterTimestamp
+    as @seconds) and of the files' modification times.
+    """
+    names = [i["name"] for i in instances]
+    if all_changed:
+        touched = set(names)
+    else:
+        touched = set(r["item"]["name"] for loop in changed or [] for r in _results(loop) if r.get("changed"))
+    wanted = set(name for name in touched if name in existing)
+    times = dict((r["item"]["name"], r.get("stdout_lines") or []) for r in _results(mtimes))
+    for result in _results(started):
+        match = STARTED_RE.match(result.get("stdout") or "")
+        name = result["item"]["name"]
+        stamps = [int(line) for line in times.get(name, []) if line.strip().isdigit()]
+        if match and stamps and max(stamps) > int(match.group(1)):
+            wanted.add(name)
+    return [name for name in names if name in wanted]
+
+
+def outcome(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
+            all_changed=False, started=None, mtimes=None):
+    """What the configure step found, from what its tasks registered (each argument may be left out)."""
+    missing = missing_devices(device_stats)
+    return {
+        "missing_devices": missing,
+        # A confined exo cannot create /dev/nvidia-uvm on first use, as CUDA would otherwise do.
+        "modprobe_needed": any(path.startswith("/dev/nvidia-uvm") for path in missing),
+        "devices_note": devices_note(host, missing, modprobe),
+        "exposure": exposures(security),
+        "restart": restarts(instances, existing, changed, all_changed=all_changed, started=started, mtimes=mtimes),
+    }
