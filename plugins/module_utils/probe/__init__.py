@@ -152,7 +152,7 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
                     None, check_gpus[name], {"type": outcome.kind, "message": outcome.message})
 
     chosen, fallback_reason = conclusions.backend(pci_devices, nvml_facts, gpus, visible_facts, amd_gpus,
-                                             tinygrad_facts)
+                                                  tinygrad_facts)
     driver_needed, driver_reason = conclusions.driver(pci_devices, nvml_facts)
     return {
         "schema_version": SCHEMA_VERSION,

@@ -17,6 +17,7 @@ import re
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.health import VERDICTS
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.pci import sysfs_bus_id
 
+
 def _label(gpu):
     return "GPU %s (%s, %s)" % (gpu["index"], gpu["uuid"], gpu["pci_bus_id"])
 
