@@ -22,15 +22,18 @@ def _tinygrad_env(tinygrad, backend, index):
     return dict((var, str(value).replace("{index}", str(index))) for var, value in select.items())
 
 
-def render(host, facts, s, c, slot, minors, minors_error):
-    """(instance, errors, warnings) for candidate c in slot."""
+def render(host, facts, settings, candidate, slot, minors, minors_error):
+    """(instance, errors, warnings): the exo instance of one chosen candidate (gpu_choice.py) in its slot.
+
+    The slot numbers a host's instances from 0 in NVML order: each instance's ports are the bases plus its slot.
+    """
     errors, warnings = [], []
     tinygrad = facts.get("tinygrad") or {}
-    home = "%s/%s" % (s["exo_node_data_dir"], "shared" if s["exo_node_shared_home"] else c["name"])
+    home = "%s/%s" % (settings["exo_node_data_dir"], "shared" if settings["exo_node_shared_home"] else candidate["name"])
     env = {"EXO_HOME": home, "HOME": home, "PYTHONUNBUFFERED": "1"}
     devices, cpu_list, numa_node = [], None, None
-    gpu = c["gpu"]
-    if c["kind"] == "cpu":
+    gpu = candidate["gpu"]
+    if candidate["kind"] == "cpu":
         # An empty list hides every GPU from CUDA; DevicePolicy=closed hides them from everything.
         env["CUDA_VISIBLE_DEVICES"] = ""
         cpu_env = _tinygrad_env(tinygrad, "cpu", 0)
@@ -42,12 +45,12 @@ def render(host, facts, s, c, slot, minors, minors_error):
                             % (host, tinygrad.get("python", "?"), tinygrad.get("reason") or "not probed"))
         capabilities = cpu_capabilities(facts["host"])
     else:
-        env.update(CUDA_VISIBLE_DEVICES=c["name"], CUDA_DEVICE_ORDER="PCI_BUS_ID")
+        env.update(CUDA_VISIBLE_DEVICES=candidate["name"], CUDA_DEVICE_ORDER="PCI_BUS_ID")
         # tinygrad's NV backend reads integer indices only, from its own variable where the version has one.
         nv_visible = (tinygrad.get("visible_devices_env") or {}).get("nv")
         if nv_visible:
             env[nv_visible] = str(gpu["index"])
-        backend = s["exo_node_tinygrad_backend"]
+        backend = settings["exo_node_tinygrad_backend"]
         if backend != "auto":
             forced = _tinygrad_env(tinygrad, backend, gpu["index"])
             if forced is None:
@@ -57,8 +60,8 @@ def render(host, facts, s, c, slot, minors, minors_error):
             else:
                 env.update(forced)
         devices = ["/dev/nvidia%d rw" % gpu["minor"]] + GPU_DEVICES
-        if c["kind"] == "mig":
-            instance_id, compute_id = c["mig"].get("gpu_instance_id"), c["mig"].get("compute_instance_id")
+        if candidate["kind"] == "mig":
+            instance_id, compute_id = candidate["mig"].get("gpu_instance_id"), candidate["mig"].get("compute_instance_id")
             for key in ("gpu%d/gi%s/access" % (gpu["minor"], instance_id),
                         "gpu%d/gi%s/ci%s/access" % (gpu["minor"], instance_id, compute_id)):
                 if key in minors:
@@ -66,41 +69,41 @@ def render(host, facts, s, c, slot, minors, minors_error):
                 else:
                     errors.append("host %s: %s is not in %s%s, so the MIG device %s cannot be allowed its capability "
                                   "device; is the MIG instance created?" % (
-                                      host, key, s["exo_node_mig_minors_path"],
-                                      " (reading it failed: %s)" % minors_error if minors_error else "", c["name"]))
-        if s["exo_node_cpu_affinity"] and gpu.get("cpu_list"):
+                                      host, key, settings["exo_node_mig_minors_path"],
+                                      " (reading it failed: %s)" % minors_error if minors_error else "", candidate["name"]))
+        if settings["exo_node_cpu_affinity"] and gpu.get("cpu_list"):
             cpu_list = gpu["cpu_list"]
-        if s["exo_node_numa_policy"] and gpu.get("numa_node") is not None and int(gpu["numa_node"]) >= 0:
+        if settings["exo_node_numa_policy"] and gpu.get("numa_node") is not None and int(gpu["numa_node"]) >= 0:
             numa_node = int(gpu["numa_node"])
-        capabilities = gpu_capabilities(gpu, c["memory_mib"])
-    env.update((key, str(value)) for key, value in s["exo_node_extra_env"].items())
-    ports = {"grpc": s["exo_node_grpc_port"] + slot, "api": s["exo_node_api_port"] + slot,
-             "udp": s["exo_node_udp_port"] + slot, "broadcast": s["exo_node_broadcast_port"]}
-    node_id = "%s-%s" % (s["exo_node_id_prefix"], c["name"])
+        capabilities = gpu_capabilities(gpu, candidate["memory_mib"])
+    env.update((key, str(value)) for key, value in settings["exo_node_extra_env"].items())
+    ports = {"grpc": settings["exo_node_grpc_port"] + slot, "api": settings["exo_node_api_port"] + slot,
+             "udp": settings["exo_node_udp_port"] + slot, "broadcast": settings["exo_node_broadcast_port"]}
+    node_id = "%s-%s" % (settings["exo_node_id_prefix"], candidate["name"])
     args = ["--node-id=" + node_id, "--node-port=%d" % ports["grpc"], "--chatgpt-api-port=%d" % ports["api"],
-            "--discovery-module=" + s["exo_node_discovery"], "--discovery-timeout=%d" % s["exo_node_discovery_timeout"],
-            "--wait-for-peers=%d" % s["exo_node_wait_for_peers"], "--inference-engine=" + s["exo_node_inference_engine"],
+            "--discovery-module=" + settings["exo_node_discovery"], "--discovery-timeout=%d" % settings["exo_node_discovery_timeout"],
+            "--wait-for-peers=%d" % settings["exo_node_wait_for_peers"], "--inference-engine=" + settings["exo_node_inference_engine"],
             "--disable-tui"]
-    if s["exo_node_discovery"] == "manual":
-        args.append("--discovery-config-path=%s/topology.json" % s["exo_node_config_dir"])
+    if settings["exo_node_discovery"] == "manual":
+        args.append("--discovery-config-path=%s/topology.json" % settings["exo_node_config_dir"])
     else:
         args += ["--listen-port=%d" % ports["udp"], "--broadcast-port=%d" % ports["broadcast"]]
     instance = {
-        "name": c["name"],
-        "kind": c["kind"],
+        "name": candidate["name"],
+        "kind": candidate["kind"],
         "slot": slot,
         "node_id": node_id,
-        "address": s["exo_node_address"],
+        "address": settings["exo_node_address"],
         "ports": ports,
         "home": home,
         "gpu_uuid": gpu["uuid"] if gpu else None,
         "gpu_index": gpu["index"] if gpu else None,
         "pci_bus_id": gpu["pci_bus_id"] if gpu else None,
-        "mig_uuid": c["name"] if c["kind"] == "mig" else None,
+        "mig_uuid": candidate["name"] if candidate["kind"] == "mig" else None,
         "minor": gpu["minor"] if gpu else None,
         "env": env,
-        "args": args + [str(a) for a in s["exo_node_extra_args"]],
-        "devices": devices + list(s["exo_node_device_allow_extra"]),
+        "args": args + [str(a) for a in settings["exo_node_extra_args"]],
+        "devices": devices + list(settings["exo_node_device_allow_extra"]),
         "cpu_list": cpu_list,
         "numa_node": numa_node,
         "capabilities": capabilities,

@@ -72,8 +72,8 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
                         "and run on the CPU until that is fixed" % (facts.get("fallback_reason") or "no reason given"))
     minors = mig_minors(mig_minors_text)
     instances = []
-    for slot, c in enumerate(chosen):
-        instance, more_errors, more_warnings = render(host, facts, s, c, slot, minors, mig_minors_error)
+    for slot, candidate in enumerate(chosen):
+        instance, more_errors, more_warnings = render(host, facts, s, candidate, slot, minors, mig_minors_error)
         instances.append(instance)
         errors += more_errors
         warnings += more_warnings
