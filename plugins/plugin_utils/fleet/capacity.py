@@ -19,6 +19,8 @@ Every size below cites the file and line of exo e4238f9ef it comes from.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
+
 MIB = 1024 * 1024
 EXO = "exo e4238f9ef"
 HEADROOM = 0.10
@@ -257,8 +259,20 @@ def _gpu_row(gpu):
     health = gpu.get("health")
     if isinstance(health, dict):  # published by newer probes: a verdict and its reasons
         row["health"] = health.get("verdict")
-        row["health_reasons"] = list(health.get("reasons") or [])
+        row["health_reasons"] = _texts(health.get("reasons"))
     return row
+
+
+def _texts(values):
+    """What a host published as a list of reasons, as text: a broken probe or host may give anything."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        return [values]
+    if not isinstance(values, (list, tuple)):
+        values = [values]
+    return [value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+            for value in values if value is not None]
 
 
 def _exclusion(facts, plan):

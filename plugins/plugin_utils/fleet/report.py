@@ -57,9 +57,18 @@ def _matplotlib():
     return matplotlib, Figure
 
 
+# Host and model names are shown as given: matplotlib would read "$...$" in one as math.
+RC = {"svg.fonttype": "none", "svg.hashsalt": "gpufleet-exo", "text.parse_math": False}
+
+
 def plot_svg(report):
     """The plot as SVG markup: each model's need against the fleet, and each host's instances against their shares."""
     matplotlib, Figure = _matplotlib()  # pylint: disable=invalid-name
+    with matplotlib.rc_context(RC):
+        return _draw(report, Figure)
+
+
+def _draw(report, Figure):  # pylint: disable=invalid-name
     models = report["models"]
     hosts = [h for h in report["hosts"] if h["instances"]]
     rows = max(len(hosts), 1)
@@ -106,8 +115,7 @@ def plot_svg(report):
     bottom.legend(loc="lower right", fontsize="small")
     figure.tight_layout()
     buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "gpufleet-exo"}):
-        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    figure.savefig(buffer, format="svg", metadata={"Date": None})
     svg = buffer.getvalue()
     return svg[svg.index("<svg"):]
 

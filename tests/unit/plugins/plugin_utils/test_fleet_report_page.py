@@ -47,3 +47,26 @@ def test_without_matplotlib_the_filter_says_what_to_install(monkeypatch):
     with pytest.raises(AnsibleFilterError, match=r"needs matplotlib on the controller \(import of matplotlib halted; "
                                                  r"None in sys.modules\); install it with pip install -r requirements.txt"):
         plugin.fleet_report_html(one_gpu_fleet(81559))
+
+
+# What a broken or hostile host can put in its facts or its inventory name: the report still renders
+# and shows the value as text. matplotlib reads "$...$" as math and "_{" as a subscript.
+ODD_HOSTS = ["gpu$1", "rack_$x^2$", "a$b_{c", "{{ name }}", "h<&>", "bad$\\frac{$math"]
+# (health reasons as a host published them, as the report shows them)
+ODD_REASONS = [(["ECC"], ["ECC"]), ([1, None], ["1"]), ([{"code": 2}], ['{"code": 2}']), ("not a list", ["not a list"]),
+               (None, []), (7, ["7"])]
+
+
+@pytest.mark.parametrize("host, reasons, shown", [(h, r, s) for h, (r, s) in zip(ODD_HOSTS, ODD_REASONS)])
+def test_the_report_survives_odd_host_names_and_health_reasons(host, reasons, shown):
+    instance = {"node_id": "n", "name": "GPU-1", "kind": "gpu", "gpu_index": 0,
+                "capabilities": {"chip": "NVIDIA H100", "memory": 81559}}
+    facts = {"backend": "cuda", "nvml": {"status": "ok"}, "driver_needed": False, "host": {"memory_mib": 1024},
+             "exo": {"chip": "NVIDIA H100", "memory": 81559},
+             "gpus": [{"index": 0, "name": "NVIDIA H100", "memory_mib": 81559,
+                       "health": {"verdict": "degraded", "reasons": reasons}}]}
+    report = capacity.fleet([{"host": host, "facts": facts, "plan": {"instances": [instance], "errors": []}}])
+    assert report["hosts"][0]["gpus"][0]["health_reasons"] == shown
+    page = fleet_report.html(report)
+    assert fleet_report.escape(host) in page.split("<svg", maxsplit=1)[0]
+    assert ">%s (1)<" % fleet_report.escape(host) in page  # the plot's label, as given
