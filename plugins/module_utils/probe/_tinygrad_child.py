@@ -16,7 +16,8 @@ GPU's sibling PCI functions). The probe must never take that path, so the child:
 - sets, per tinygrad version, the variables that keep selection on the kernel interface, and
   clears the ones that would force a backend or a GPU list (``VERSIONS``, ``CLEARED_ENV``);
 - as root, moves itself into a private mount namespace where /sys and /proc/sys are read-only,
-  so no sysfs write can unbind a driver whatever tinygrad does;
+  so no sysfs write can unbind a driver whatever tinygrad does; where they stay writable, it
+  opens no device and says why (it fails closed);
 - replaces the constructor of tinygrad's PCI and USB interfaces with one that refuses, before
   asking for ``Device.DEFAULT``.
 
@@ -212,10 +213,14 @@ def mount_points_under(prefixes):
 
 
 def read_only_namespace(guards):
-    """As root, leave this process with /sys and /proc/sys read-only, the host's mounts untouched."""
+    """As root, leave this process with /sys and /proc/sys read-only, the host's mounts untouched.
+
+    Returns whether tinygrad may run: not as root, or as root with both read-only however that came
+    about (this namespace, or a container that mounts them so).
+    """
     if os.geteuid() != 0:
         guards.append("mount namespace: not needed, not running as root")
-        return
+        return True
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)  # the interpreter's own libc
     libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
@@ -226,11 +231,24 @@ def read_only_namespace(guards):
 
     if libc.unshare(CLONE_NEWNS) != 0:
         guards.append("mount namespace: not applied, " + failed("unshare(CLONE_NEWNS)"))
-        return
     # Until every mount is private, a new mount here would propagate to the host's namespace.
-    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+    elif libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         guards.append("mount namespace: not applied, " + failed("making / private"))
-        return
+    else:
+        _remount_read_only(libc, guards, failed)
+    writable = []
+    for point in ("/sys", "/proc/sys"):
+        try:
+            if os.statvfs(point).f_flag & os.ST_RDONLY:
+                guards.append("mount namespace: %s read-only" % point)
+            else:
+                writable.append(point)
+        except OSError:
+            pass
+    return not writable
+
+
+def _remount_read_only(libc, guards, failed):
     if os.path.isdir("/proc/sys") and libc.mount(b"/proc/sys", b"/proc/sys", None, MS_BIND | MS_REC, None) != 0:
         guards.append("mount namespace: " + failed("bind-mounting /proc/sys"))
     for point in mount_points_under(("/sys", "/proc/sys")):
@@ -243,12 +261,6 @@ def read_only_namespace(guards):
         target = point.encode("utf-8", "surrogateescape")
         if libc.mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept, None) != 0:
             guards.append("mount namespace: %s stays writable, %s" % (point, failed("read-only remount")))
-    for point in ("/sys", "/proc/sys"):
-        try:
-            if os.statvfs(point).f_flag & os.ST_RDONLY:
-                guards.append("mount namespace: %s read-only" % point)
-        except OSError:
-            pass
 
 
 def block(path, guards):
@@ -314,7 +326,11 @@ def _guarded(result, env=None):
     result["installed"] = True
     row = version_row(version)[1]
     guards = result["guards"]
-    read_only_namespace(guards)
+    if not read_only_namespace(guards):
+        # Fail closed: as root with /sys writable, tinygrad's PCI interfaces could unbind a GPU's driver.
+        result["reason"] = "not opened: running as root, the probe could not make /sys and /proc/sys read-only (%s)" % (
+            "; ".join(g[len("mount namespace: "):] for g in guards if g.startswith("mount namespace: ")))
+        return None
     for name in sorted(set(CLEARED_ENV) | runtime_device_names()):
         if name in os.environ and name not in row["guard_env"]:
             del os.environ[name]

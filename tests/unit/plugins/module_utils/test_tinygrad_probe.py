@@ -42,12 +42,12 @@ def old_pythons():
     return sorted(glob.glob(os.path.join(root, "versions", "3.8*", "bin", "python")))[:1]
 
 
-def run_script(python, tmp_path, env=None, pythonpath=None, args=()):
+def run_script(python, tmp_path, env=None, pythonpath=None, args=(), wrapper=()):
     environ = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if pythonpath:
         environ["PYTHONPATH"] = pythonpath
     environ.update(env or {})
-    proc = subprocess.run([python] + list(args) + ["-c", tp.SCRIPT], cwd=str(tmp_path), env=environ,
+    proc = subprocess.run(list(wrapper) + [python] + list(args) + ["-c", tp.SCRIPT], cwd=str(tmp_path), env=environ,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT, check=False)
     text = proc.stdout.decode("utf-8")
     try:
@@ -503,3 +503,23 @@ def test_release(tmp_path, version):
         else:  # opens the CPU device and fails only at the first kernel
             assert result["backend"] == (cpu.get("DEV") or list(cpu)[0])
             assert "C compiler 'clang' is not on PATH" in result["reason"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv(1)")
+def test_simulated_tinygrad_is_not_opened_as_root_without_its_guards(tmp_path, probe_python):
+    # Without CAP_SYS_ADMIN, root cannot make a mount namespace: /sys stays as the host has it.
+    if read_only("/sys") and read_only("/proc/sys"):
+        pytest.skip("/sys and /proc/sys are read-only here already: nothing to refuse")
+    mark = tmp_path / "opened"
+    site = simulated_tinygrad(tmp_path / "site", "0.14.0", {"tinygrad/device.py": device_module("""
+        open(%r, "w").write("Device.DEFAULT evaluated")
+        return "CUDA"
+    """ % str(mark))})
+    result = run_script(probe_python, tmp_path, pythonpath=site,
+                        wrapper=["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--"])
+    assert not mark.exists()
+    assert (result["installed"], result["backend"]) == (True, None)
+    assert result["reason"].startswith("not opened: running as root, the probe could not make /sys and /proc/sys "
+                                       "read-only (not applied, unshare(CLONE_NEWNS) failed: Operation not permitted")
+    # Without the guard the same tinygrad is opened: the refusal is the guard's doing.
+    assert run_script(probe_python, tmp_path, pythonpath=site)["backend"] == "CUDA" and mark.exists()
