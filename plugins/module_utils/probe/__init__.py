@@ -99,7 +99,8 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
     if not nvidia_first:
         planned = _tinygrad_stages(python, environ, tinygrad, backends, [], [], None)
         stages.update(planned[0])
-    outcomes = deadline.run_stages(stages, timeout)
+    state_dir = deadline.STATE_DIR if os.geteuid() == 0 else None
+    outcomes = deadline.run_stages(stages, timeout, state_dir)
 
     nvml_facts = _nvml_section(outcomes["nvml"], errors)
     if (outcomes["nvml"].ok and nvml_facts["status"] == "error" and "nvidia" not in pci.loaded_modules(rootfs)
@@ -113,7 +114,7 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
     busy_gpus = busy.busy_gpus(gpus) if nvml_facts["status"] == "ok" else []
     if nvidia_first:
         planned = _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visible_facts)
-        outcomes.update(deadline.run_stages(planned[0], max(timeout - (time.monotonic() - started), 0.0)))
+        outcomes.update(deadline.run_stages(planned[0], max(timeout - (time.monotonic() - started), 0.0), state_dir))
     dummy, skipped_checks, check_gpus = planned
     for name, outcome in outcomes.items():
         timings[name] = round(outcome.elapsed_ms, 1)

@@ -6,7 +6,9 @@
 A driver call can block in the kernel for minutes when a GPU falls off the bus, and a broken
 library can segfault. Each stage therefore runs in its own child process; the parent waits for
 all of them at once and abandons a child that misses the deadline (SIGKILL, never a blocking
-wait: a child in uninterruptible sleep cannot be reaped until the kernel lets go of it).
+wait: a child in uninterruptible sleep cannot be reaped until the kernel lets go of it). Such a
+child is recorded in a state directory; while it lives, later runs do not start that stage again
+beside it, they report it.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -17,6 +19,10 @@ import os
 import select
 import signal
 import time
+
+
+# Where root's probe records the stages it abandoned: a tmpfs, emptied by the reboot that frees them.
+STATE_DIR = "/run/gpufleet-exo/stages"
 
 
 class Stage:
@@ -126,16 +132,62 @@ def _finish(stage, raw, status, elapsed_ms):
     return Outcome(kind=kind, message=message, elapsed_ms=elapsed_ms)
 
 
-def run_stages(stages, timeout):
+def _start_time(pid):
+    """The kernel's start time of a live process (field 22 of /proc/PID/stat), which a reused pid does not share."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError, TypeError, ValueError):
+        return None
+
+
+def _abandoned(state_dir, name):
+    """The record of this stage's child that an earlier run abandoned, while that child lives; else None."""
+    path = os.path.join(state_dir, name + ".json")
+    try:
+        with open(path) as handle:
+            record = json.load(handle)
+        if _start_time(record["pid"]) == record["start_time"]:
+            return record
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    return None
+
+
+def _record(state_dir, name, pid):
+    try:
+        os.makedirs(state_dir, mode=0o700, exist_ok=True)
+        path = os.path.join(state_dir, name + ".json")
+        with open(path + ".new", "w") as handle:
+            json.dump({"pid": pid, "start_time": _start_time(pid), "abandoned": time.time()}, handle)
+        os.rename(path + ".new", path)
+    except OSError:
+        pass  # a record is a courtesy to the next run; this run's answer stands without it
+
+
+def run_stages(stages, timeout, state_dir=None):
     """Run every stage of `stages` (name -> Stage) at once; return name -> Outcome.
 
-    Returns within `timeout` seconds plus a few milliseconds whatever the stages do.
+    Returns within `timeout` seconds plus a few milliseconds whatever the stages do. With
+    `state_dir`, a stage whose child an earlier run abandoned is not started while that child lives
+    (its outcome is a timeout that says so), and a child abandoned now is recorded there.
     """
     started = time.monotonic()
     deadline = started + timeout
     running = {}  # read fd -> (name, pid, chunks)
     outcomes = {}
     for name, stage in stages.items():
+        record = _abandoned(state_dir, name) if state_dir else None
+        if record:
+            outcomes[name] = Outcome(kind="timeout", message=(
+                "not started: the child an earlier run abandoned at %s (pid %d) still runs, likely stuck in "
+                "the kernel; it ends with the device's reset or a reboot"
+                % (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record["abandoned"])), record["pid"])))
+            continue
         try:
             pid, fd = _start(stage)
         except OSError as exc:
@@ -167,7 +219,8 @@ def run_stages(stages, timeout):
             except OSError:
                 pass
         os.close(fd)
-        _reap(pid, patience=0.05)
+        if _reap(pid, patience=0.05) is None and state_dir:
+            _record(state_dir, name, pid)
         outcomes[name] = Outcome(kind="timeout", message="no answer within %.1f s; stage abandoned" % timeout,
                                  elapsed_ms=(time.monotonic() - started) * 1000.0)
     return outcomes

@@ -4,13 +4,16 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
 import pytest
 
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _deadline
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe._deadline import Stage, run_stages
 
 # Generous: the host is shared and noisy; this only proves the stage was abandoned, not speed.
@@ -79,3 +82,39 @@ def test_garbage_output_is_an_error():
 def test_stage_needs_func_or_argv():
     with pytest.raises(ValueError):
         Stage()
+
+
+def test_a_stage_whose_abandoned_child_still_runs_is_not_started_again(tmp_path):
+    # A live process stands for a child stuck in the kernel: the record names its pid and start time.
+    stuck = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / "nvml.json").write_text(json.dumps({"pid": stuck.pid, "start_time": _deadline._start_time(stuck.pid),
+                                                        "abandoned": 1795550000.0}))
+        marker = tmp_path / "started"
+        outcome = run_stages({"nvml": Stage(func=lambda: marker.write_text("x"))}, 10, str(tmp_path))["nvml"]
+        assert not marker.exists()
+        assert outcome.kind == "timeout" and outcome.message.startswith(
+            "not started: the child an earlier run abandoned at 2026-11-24T19:53:20Z (pid %d) still runs" % stuck.pid)
+    finally:
+        stuck.kill()
+        stuck.wait()
+    # Once it is gone the stage runs again, and its record goes.
+    assert run_stages({"nvml": Stage(func=lambda: 1)}, 10, str(tmp_path))["nvml"].value == 1
+    assert not (tmp_path / "nvml.json").exists()
+
+
+def test_a_pid_reused_by_another_process_is_not_the_abandoned_child(tmp_path):
+    (tmp_path / "s.json").write_text(json.dumps({"pid": os.getpid(), "start_time": "1", "abandoned": 0}))
+    assert run_stages({"s": Stage(func=lambda: 1)}, 10, str(tmp_path))["s"].value == 1
+
+
+def test_a_child_that_outlives_its_kill_is_recorded(tmp_path, monkeypatch):
+    # Simulated: the kernel does not release the killed child (a driver call in uninterruptible sleep).
+    monkeypatch.setattr(_deadline, "_reap", lambda pid, patience=0.2: None)
+    outcome = run_stages({"tinygrad": Stage(func=lambda: time.sleep(30))}, 0.5, str(tmp_path / "state"))["tinygrad"]
+    assert outcome.kind == "timeout"
+    record = json.loads((tmp_path / "state" / "tinygrad.json").read_text())
+    assert set(record) == {"pid", "start_time", "abandoned"} and record["pid"] > 0
+    assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o700"
+    os.kill(record["pid"], signal.SIGKILL)
+    os.waitpid(record["pid"], 0)
