@@ -33,7 +33,7 @@ import tempfile
 import zipfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-REQUIREMENTS_CODE = os.path.join(REPO, "plugins", "module_utils", "exo_requirements.py")
+REQUIREMENTS_CODE = os.path.join(REPO, "plugins", "plugin_utils", "node", "exo_requirements.py")
 ROLE_DEFAULTS = os.path.join(REPO, "roles", "node", "defaults", "main.yml")
 STAMP = ".exo-wheelhouse.json"
 VARS_FILE = "exo-wheelhouse.yml"
