@@ -16,7 +16,9 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report a
 TEMPLATED_DEFAULTS = {
     # "{{ inventory_hostname }}"
     "exo_node_id_prefix": lambda host, hv, hosts: host,
-    "exo_node_address": lambda host, hv, hosts: hv.get("ansible_host", host),
+    # "{{ ansible_facts['default_ipv4']['address'] | default(ansible_host | default(inventory_hostname)) }}"
+    "exo_node_address": lambda host, hv, hosts: (
+        ((hv.get("ansible_facts") or {}).get("default_ipv4") or {}).get("address") or hv.get("ansible_host", host)),
     # "{{ ansible_play_hosts_all }}"
     "exo_node_cluster_hosts": lambda host, hv, hosts: list(hosts),
 }
