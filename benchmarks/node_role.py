@@ -76,6 +76,11 @@ PLAY = PROBED % "Plan and render the node role's files" + """
         name: gpufleet.exo.node
         tasks_from: select.yml
         public: true
+      # The variables as preflight.yml reads them, for versions that read them there (evaluated inside
+      # the role, where its defaults are); earlier versions list them in vars/main.yml and ignore the rest.
+      vars:
+        __exo_node_settings: "{{ dict(__names | zip(query('ansible.builtin.vars', *__names))) }}"
+        __names: "{{ query('ansible.builtin.varnames', '^exo_node_') }}"
 
     - name: Keep the plan, or use the plan given
       ansible.builtin.set_fact:

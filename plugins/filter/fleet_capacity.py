@@ -5,42 +5,36 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-
-import yaml
-
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as planner
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
 
-NODE_DEFAULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                             "roles", "node", "defaults", "main.yml")
-# The node role's defaults that are templates, with what they give a host outside the role.
+# The node role's defaults that are templates of a host's variables (roles/node/defaults/main.yml),
+# with what each gives here, from the host's variables as hostvars hold them.
 TEMPLATED_DEFAULTS = {
+    # "{{ inventory_hostname }}"
     "exo_node_id_prefix": lambda host, hv, hosts: host,
-    "exo_node_address": lambda host, hv, hosts: hv.get("ansible_host", host),
+    # "{{ ansible_facts['default_ipv4']['address'] | default(ansible_host | default(inventory_hostname)) }}"
+    "exo_node_address": lambda host, hv, hosts: (
+        ((hv.get("ansible_facts") or {}).get("default_ipv4") or {}).get("address") or hv.get("ansible_host", host)),
+    # "{{ ansible_play_hosts_all }}"
     "exo_node_cluster_hosts": lambda host, hv, hosts: list(hosts),
 }
 
 
 def node_defaults():
-    """The node role's defaults for the planner's settings, templates left as written."""
-    with open(NODE_DEFAULTS) as handle:
-        defaults = yaml.safe_load(handle)
-    return dict((name, defaults[name]) for name in node_settings.SETTINGS if name in defaults)
+    """The node role's defaults, templates left as written: the spec's, as the role's planner reads them."""
+    return role_settings.defaults("node")
 
 
 def host_settings(host, hv, hosts, defaults):
     """The settings the node role would use on host: its exo_node_* variables over the role's defaults."""
     settings = dict(defaults)
-    for name, value in defaults.items():
-        if isinstance(value, str) and "{{" in value:
-            settings[name] = TEMPLATED_DEFAULTS[name](host, hv, hosts)
-    for name in node_settings.SETTINGS:
-        if name in hv:
-            settings[name] = hv[name]
+    settings.update((name, stand_in(host, hv, hosts)) for name, stand_in in TEMPLATED_DEFAULTS.items())
+    # All of them, as the role reads them: the planner refuses a name the role does not know.
+    settings.update((name, hv[name]) for name in hv if name.startswith("exo_node_"))
     return settings
 
 

@@ -1,18 +1,16 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node role's planner as filters: node_plan (one host's instances), node_cluster (the cluster),
-node_outcome (what a run found: missing device nodes, exposure figures, the instances to restart),
-node_python (the Python that makes exo's virtualenv on the host's platform) and node_install (how exo
-gets into that virtualenv)."""
+"""The node role's planner as filters: node_settings (the role's variables checked), node_plan (one
+host's instances), node_cluster (the cluster), node_outcome (what a run found: missing device nodes,
+exposure figures, the instances to restart), node_python (the Python that makes exo's virtualenv on
+the host's platform) and node_install (how exo gets into that virtualenv)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import glob
-import os
-
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install as installer
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as planner
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_variables
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster as clusters
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome as outcomes
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as pythons
@@ -46,14 +44,16 @@ def node_python(facts, python, distribution_python, min_version, max_version):
 
 def node_install(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None,
                  plan=None):
-    wheelhouse = settings.get("exo_node_wheelhouse")
-    wheels = [path for path in glob.glob(os.path.join(wheelhouse, "*.whl")) if os.path.isfile(path)] \
-        if wheelhouse else None
     return installer.plan(settings, os_family=os_family, python_choice=python_choice, python_version=python_version,
-                          venv=venv, ensurepip=ensurepip, node_plan=plan, wheels=wheels)
+                          venv=venv, ensurepip=ensurepip, node_plan=plan)
+
+
+def node_settings(settings, host):
+    values, errors = node_variables.settings(settings)
+    return {"settings": values if not errors else None, "errors": ["host %s: %s" % (host, e) for e in errors]}
 
 
 class FilterModule(object):
     def filters(self):
         return {"node_plan": node_plan, "node_cluster": node_cluster, "node_outcome": node_outcome,
-                "node_python": node_python, "node_install": node_install}
+                "node_python": node_python, "node_install": node_install, "node_settings": node_settings}

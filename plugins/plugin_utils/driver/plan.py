@@ -12,14 +12,14 @@ message naming the host, the variable, the value as given and what to do. It cha
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import difflib
 import math
 import re
 
 from ansible.module_utils.common.validation import check_type_bool, check_type_float
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, as_bool, as_number, show
+from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, show
 from ansible_collections.gpufleet.exo.plugins.module_utils._driver_packages import module_streams
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.conclusions import DRIVER_MISSING, nvidia_gpus
 
@@ -55,39 +55,16 @@ CONTAINER_TYPES = ("container", "containerd", "docker", "podman", "lxc", "openvz
 
 URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+:~=*-]*$")
+FILE_NAME_RE = re.compile(r"^[^\s/]+$")
 
-# The role's variables as (name, kind, rule, default), in the order of defaults/main.yml, which
-# holds the same defaults (tests/unit/plugins/module_utils/test_driver_plan.py keeps them in step).
-SETTINGS = (
-    ("exo_driver_branch", "branch", None, None),
-    ("exo_driver_allow_upgrade", "bool", None, False),
-    ("exo_driver_flavor", "choice", ("compute", "full"), "compute"),
-    ("exo_driver_kernel_module", "auto_bool", None, "auto"),
-    ("exo_driver_open_kernel_modules", "bool", None, False),
-    ("exo_driver_ubuntu_modules", "choice", ("dkms", "prebuilt"), "dkms"),
-    ("exo_driver_hold", "bool", None, True),
-    ("exo_driver_install_nvml_python", "bool", None, True),
-    ("exo_driver_extra_packages", "packages", None, []),
-    ("exo_driver_blacklist_nouveau", "bool", None, True),
-    ("exo_driver_secure_boot", "choice", ("fail", "continue"), "fail"),
-    ("exo_driver_min_free_mib", "int", (0, None), 1536),
-    ("exo_driver_reboot", "bool", None, False),
-    # A reboot takes more than a minute on any server; a day is past any firmware's patience.
-    ("exo_driver_reboot_timeout", "int", (60, 86400), 1800),
-    ("exo_driver_persistenced", "bool", None, True),
-    ("exo_driver_fabric_manager", "bool", None, True),
-    ("exo_driver_probe", "choice", ("auto", "always"), "auto"),
-    ("exo_driver_probe_options", "probe_options", None, {}),
-    ("exo_driver_plan_only", "bool", None, False),
-    ("exo_driver_debian_mirror", "url", None, "http://deb.debian.org/debian"),
-    ("exo_driver_debian_security_mirror", "url", None, "http://deb.debian.org/debian-security"),
-    # null: Canonical's mirror for the host's architecture (distributions.UBUNTU["mirrors"])
-    ("exo_driver_ubuntu_mirror", "optional_url", None, None),
-    ("exo_driver_ubuntu_security_mirror", "optional_url", None, None),
-    ("exo_driver_cuda_repo_base", "url", None, "https://developer.download.nvidia.com/compute/cuda/repos"),
-    ("exo_driver_cuda_repo_key", "file_name", None, "D42D0685.pub"),
-)
-DEFAULTS = dict((name, default) for name, _kind, _rule, default in SETTINGS)
+# The role's defaults, from meta/argument_specs.yml (defaults/main.yml holds the same for Ansible).
+DEFAULTS = role_settings.defaults("driver")
+
+
+def _url(example):
+    return {"match": (URL_RE, ", which is not a URL; give one such as %s" % example)}
+
+
 # Facts the role publishes under the same prefix: not settings, but found beside them.
 OUTPUTS = ("exo_driver_decision", "exo_driver_plan", "exo_driver_result", "exo_driver_notes",
            "exo_driver_reboot_required", "exo_driver_reboot_reason", "exo_driver_reboot_hosts")
@@ -163,37 +140,34 @@ def _as_probe_options(name, value):
     return options
 
 
-def _setting(name, kind, rule, value):
-    if kind == "bool":
-        return as_bool(name, value)
-    if kind == "int":
-        return as_number(name, value, rule, example=DEFAULTS[name])
-    if kind == "branch":
-        return _as_branch(name, value)
-    if kind == "packages":
-        return _as_packages(name, value)
-    if kind == "probe_options":
-        return _as_probe_options(name, value)
-    if kind == "auto_bool":
-        if isinstance(value, str) and value.strip().lower() == "auto":
-            return "auto"
-        try:
-            return check_type_bool(value)
-        except TypeError:
-            raise SettingError("%s is %s; give auto, true or false" % (name, show(value)))
-    if kind == "optional_url" and value is None:
-        return None
-    if not isinstance(value, str):
-        raise SettingError("%s is %s; give a string" % (name, show(value)))
-    if kind == "choice" and value not in rule:
-        raise SettingError("%s is %s; choose one of %s" % (name, show(value), ", ".join(rule)))
-    if kind in ("url", "optional_url") and not URL_RE.match(value):
-        raise SettingError("%s is %s, which is not a URL; give one such as %s"
-                           % (name, show(value), DEFAULTS[name] or "http://archive.ubuntu.com/ubuntu"))
-    if kind == "file_name" and not re.match(r"^[^\s/]+$", value):
-        raise SettingError("%s is %s; give a file name under the repository URL, such as %s"
-                           % (name, show(value), DEFAULTS[name]))
-    return value
+def _as_auto_bool(name, value):
+    if isinstance(value, str) and value.strip().lower() == "auto":
+        return "auto"
+    try:
+        return check_type_bool(value)
+    except TypeError:
+        raise SettingError("%s is %s; give auto, true or false" % (name, show(value)))
+
+
+# What meta/argument_specs.yml cannot say about a variable (role_settings.check() describes the keys):
+# the ranges, the patterns, and the kinds the spec has no type for (read by the functions above).
+RULES = {
+    "exo_driver_branch": {"read": _as_branch},
+    "exo_driver_kernel_module": {"read": _as_auto_bool},
+    "exo_driver_extra_packages": {"read": _as_packages},
+    "exo_driver_min_free_mib": {"range": (0, None)},
+    # A reboot takes more than a minute on any server; a day is past any firmware's patience.
+    "exo_driver_reboot_timeout": {"range": (60, 86400)},
+    "exo_driver_probe_options": {"read": _as_probe_options},
+    "exo_driver_debian_mirror": _url(DEFAULTS["exo_driver_debian_mirror"]),
+    "exo_driver_debian_security_mirror": _url(DEFAULTS["exo_driver_debian_security_mirror"]),
+    # null (their default): Canonical's mirror for the host's architecture (distributions.UBUNTU["mirrors"])
+    "exo_driver_ubuntu_mirror": _url("http://archive.ubuntu.com/ubuntu"),
+    "exo_driver_ubuntu_security_mirror": _url("http://security.ubuntu.com/ubuntu"),
+    "exo_driver_cuda_repo_base": _url(DEFAULTS["exo_driver_cuda_repo_base"]),
+    "exo_driver_cuda_repo_key": {"match": (FILE_NAME_RE, "; give a file name under the repository URL, such as %s"
+                                                         % DEFAULTS["exo_driver_cuda_repo_key"])},
+}
 
 
 def check_settings(raw):
@@ -201,19 +175,7 @@ def check_settings(raw):
 
     A variable missing from raw takes the role's default. One error per bad variable.
     """
-    values, errors = {}, []
-    for name, kind, rule, default in SETTINGS:
-        try:
-            values[name] = _setting(name, kind, rule, raw[name]) if name in raw else default
-        except SettingError as problem:
-            errors.append(str(problem))
-    known = [name for name, _kind, _rule, _default in SETTINGS]
-    for name in sorted(raw):
-        if name.startswith("exo_driver_") and name not in known and name not in OUTPUTS:
-            close = difflib.get_close_matches(name, known, n=1)
-            errors.append("%s is not a variable of this role%s; docs/driver.md lists them" % (
-                name, " (did you mean %s?)" % close[0] if close else ""))
-    return values, errors
+    return role_settings.check("driver", raw, RULES, OUTPUTS)
 
 
 # ---- facts --------------------------------------------------------------------------------------

@@ -6,8 +6,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, show
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import as_list
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, as_list, show
+
 
 
 def cluster_names(cluster_hosts):

@@ -11,12 +11,13 @@ and nothing else does.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import glob
 import hashlib
 import json
 import os
 import re
 
-from ansible.module_utils.common.validation import check_type_bool
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
 
 # Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
@@ -30,7 +31,6 @@ OTHER_OS = {"venv": [], "git": ["git"]}
 # exo on PyPI is an unrelated project: an index requirement naming exo needs the operator's own index.
 PYPI_EXO = re.compile(r"^\s*exo\s*($|[\[<>=!~;@ ])", re.I)
 RELEASE = re.compile(r"Python ([0-9]+[.][0-9]+)")
-COMMAND_NAME = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 def _text(value):
@@ -45,7 +45,8 @@ def python_release(version_result):
 
 
 def source_errors(settings):
-    """What is wrong with the exo source settings, each naming the variable and its value."""
+    """What is wrong with the exo source settings together, or on the controller, each naming the variable and
+    its value; settings are the values node_settings.settings() read (each one alone is checked there)."""
     source = settings["exo_node_source"]
     errors = []
     if source == "git" and not (settings["exo_node_git_url"] and settings["exo_node_git_version"]):
@@ -62,11 +63,10 @@ def source_errors(settings):
             errors.append("exo_node_index_requirement %s would come from PyPI, where the name exo is an unrelated "
                           "project; set exo_node_pip_index_url to the index that carries your exo build, or use "
                           "exo_node_source git or path" % json.dumps(requirement))
-    wheelhouse, python = settings["exo_node_wheelhouse"], settings["exo_node_python"]
-    if (wheelhouse and not os.path.isdir(wheelhouse)) or not (os.path.isabs(python) or COMMAND_NAME.match(python)):
-        errors.append("exo_node_wheelhouse must be empty or a directory on the controller (got %s), and "
-                      "exo_node_python an absolute path or a command name (got %s)"
-                      % (json.dumps(wheelhouse), json.dumps(python)))
+    wheelhouse = settings["exo_node_wheelhouse"]
+    if wheelhouse and not os.path.isdir(wheelhouse):
+        errors.append("exo_node_wheelhouse is %s, which is not a directory on the controller; give the directory of "
+                      "the wheels, or \"\" to install from an index" % json.dumps(wheelhouse))
     return errors
 
 
@@ -76,7 +76,7 @@ def python_errors(settings, choice, version_result, release):
     choice is the filter node_python's answer; release is python_release(version_result). A distribution's Python the role installs itself
     (choice packages, with exo_node_manage_packages) is in range by node_python's table.
     """
-    if choice.get("packages") and check_type_bool(settings["exo_node_manage_packages"]):
+    if choice.get("packages") and settings["exo_node_manage_packages"]:
         return []
     low, high = settings["exo_node_python_min_version"], settings["exo_node_python_max_version"]
     if version_result.get("rc", 1) == 0 and release and in_range(release, low, high):
@@ -165,19 +165,33 @@ def install_spec(settings):
             "index": lambda: settings["exo_node_index_requirement"]}[settings["exo_node_source"]]()
 
 
-def plan(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
-         wheels=None):
+def wheel_files(wheelhouse):
+    """The wheel files of exo_node_wheelhouse on the controller; None without a wheelhouse."""
+    if not wheelhouse:
+        return None
+    return [path for path in glob.glob(os.path.join(wheelhouse, "*.whl")) if os.path.isfile(path)]
+
+
+# What plan() answers when a setting is wrong: the errors alone.
+UNPLANNED = {"python_release": "", "python_errors": [], "packages": [], "spec": None, "source_id": None, "pip": [],
+             "staged_source": None, "source_is_dir": False}
+
+
+def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None):
     """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
     "source_is_dir"}: what the install tasks do.
 
-    settings are the role's variables that shape the install (roles/node/vars/main.yml lists them).
-    The host's state comes as the tasks registered it, each optional until it is known:
-    python_choice (filter node_python), python_version (`python --version`), venv (stat of the
-    virtualenv's python), ensurepip (`python -m ensurepip --version`, skipped where the virtualenv
-    exists) and node_plan (the filter node_plan's answer so far). wheels are the wheel files of
-    exo_node_wheelhouse on the controller, None without a wheelhouse.
+    raw: the role's variables as given, all of them (roles/node/tasks/preflight.yml reads them); a
+    bad one gives its error and nothing else. The host's state comes as the tasks registered it,
+    each optional until it is known: python_choice (filter node_python), python_version (`python
+    --version`), venv (stat of the virtualenv's python), ensurepip (`python -m ensurepip --version`,
+    skipped where the virtualenv exists) and node_plan (the filter node_plan's answer so far).
     """
+    settings, errors = node_settings.settings(raw)
+    if errors:
+        return dict(UNPLANNED, errors=errors)
     errors = source_errors(settings)
+    wheels = wheel_files(settings["exo_node_wheelhouse"])
     version_result = python_version or {}
     release = python_release(version_result)
     source_path = settings["exo_node_source_path"].rstrip("/")

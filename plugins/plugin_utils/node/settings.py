@@ -3,63 +3,60 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node role's settings: each exo_node_* variable coerced and checked, one message per bad value.
 
-settings() returns (values, errors); check_account() looks at the service user on the host. A
-message names the variable, the value as given and what to do.
+meta/argument_specs.yml says what each variable is, RULES below what the spec cannot say, and the
+engine (plugins/plugin_utils/role_settings.py) reads them; the checks here that look at several
+variables at once come after. settings() returns (values, errors); check_account() looks at the
+service user on the host. A message names the variable, the value as given and what to do.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import re
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, as_bool, as_number, show
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe.health import VERDICTS
+from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
 ACCOUNT_RE = re.compile(r"^[a-z_][a-z0-9_-]*[$]?$")
+# An interpreter is a path on the host, or a command its PATH finds.
+COMMAND_RE = re.compile(r"^(/.*|[A-Za-z0-9._-]+)$")
+RELEASE_RE = re.compile(r"^[0-9]+[.][0-9]+$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What an env file value may not hold: systemd would read it differently from what was written.
 ENV_VALUE_BAD_RE = re.compile(r'[\n"\\$]')
 DEVICE_ALLOW_RE = re.compile(r"^(/dev/\S+|char-\S+|block-\S+)( [rwm]{1,3})?$")
 
-# The settings the planner reads: type and, for numbers, the accepted range. Lists given as a
-# string (what `-e name=value` gives) are split on commas where an entry cannot hold one; the
-# others must be given as a list (YAML or JSON, `-e '{"name": [...]}'`).
-SETTINGS = {
-    "exo_node_gpus": ("list", ","),
-    "exo_node_min_memory_mib": ("int", (0, None)),
-    "exo_node_mig": ("bool", None),
-    "exo_node_gpu_health": ("choice", VERDICTS),
-    "exo_node_cpu_fallback": ("bool", None),
-    "exo_node_tinygrad_backend": ("choice", ("auto", "cuda", "nv")),
-    "exo_node_inference_engine": ("choice", ("tinygrad", "dummy")),
-    "exo_node_id_prefix": ("name", NAME_RE),
-    "exo_node_grpc_port": ("int", (1, 65535)),
-    "exo_node_api_port": ("int", (1, 65535)),
-    "exo_node_udp_port": ("int", (1, 65535)),
-    "exo_node_broadcast_port": ("int", (1, 65535)),
-    "exo_node_address": ("str", None),
-    "exo_node_discovery": ("choice", ("manual", "udp")),
-    "exo_node_cluster_hosts": ("list", ","),
-    "exo_node_discovery_timeout": ("int", (0, 86400)),
-    "exo_node_wait_for_peers": ("int", (0, 10000)),
-    "exo_node_user": ("name", ACCOUNT_RE),
-    "exo_node_group": ("name", ACCOUNT_RE),
-    "exo_node_user_adopt": ("bool", None),
-    "exo_node_config_dir": ("path", None),
-    "exo_node_data_dir": ("path", None),
-    "exo_node_install_dir": ("path", None),
-    "exo_node_shared_home": ("bool", None),
-    "exo_node_restart_sec": ("int", (0, 3600)),
-    "exo_node_extra_args": ("list", None),
-    "exo_node_extra_env": ("dict", None),
-    "exo_node_cpu_affinity": ("bool", None),
-    "exo_node_numa_policy": ("choice", ("", "preferred", "bind", "interleave")),
-    "exo_node_device_allow_extra": ("list", None),
-    "exo_node_max_exposure": ("float", (0.0, 10.0)),
-    "exo_node_allow_removal": ("bool", None),
-    "exo_node_mig_minors_path": ("path", None),
+PORT = {"range": (1, 65535)}
+ACCOUNT = {"match": (ACCOUNT_RE, ", which is not an account name; use lowercase letters, digits, '_' or '-', "
+                                 "starting with a letter or '_'")}
+RELEASE = {"match": (RELEASE_RE, "; give a major.minor release in quotes, such as \"3.10\"")}
+# What meta/argument_specs.yml cannot say about a variable (role_settings.check() describes the keys).
+# A list given as a string (what -e name=value gives) is split at commas unless "split" is None: an
+# exo argument or a DeviceAllow= entry may hold a comma, so those must be JSON lists.
+RULES = {
+    "exo_node_python": {"match": (COMMAND_RE, "; give an absolute path or a command name such as python3.12")},
+    "exo_node_python_min_version": RELEASE,
+    "exo_node_python_max_version": RELEASE,
+    "exo_node_min_memory_mib": {"range": (0, None)},
+    "exo_node_id_prefix": {"match": (NAME_RE, "; use letters, digits, '.', '_', '@' or '-', starting with a letter "
+                                              "or digit")},
+    "exo_node_grpc_port": PORT,
+    "exo_node_api_port": PORT,
+    "exo_node_udp_port": PORT,
+    "exo_node_broadcast_port": PORT,
+    "exo_node_address": {"match": (re.compile(r"\S"), ", which is empty; give the address other nodes reach this "
+                                                      "host at")},
+    "exo_node_discovery_timeout": {"range": (0, 86400)},
+    "exo_node_wait_for_peers": {"range": (0, 10000)},
+    "exo_node_user": ACCOUNT,
+    "exo_node_group": ACCOUNT,
+    "exo_node_restart_sec": {"range": (0, 3600)},
+    "exo_node_extra_args": {"split": None},
+    "exo_node_device_allow_extra": {"split": None},
+    "exo_node_max_exposure": {"range": (0.0, 10.0)},
 }
+# Facts the role publishes under the same prefix (roles/node/tasks/select.yml): not settings.
+PUBLISHED = ("exo_node_instances", "exo_node_cpu_reason")
 
 # exo flags the role sets from its own variables: an extra argument may not set them behind its back.
 OWNED_FLAGS = {
@@ -88,64 +85,12 @@ OWNED_ENV = {
 ACCOUNT_COMMENT = "exo nodes"
 
 
-def as_list(name, value, split):
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            try:
-                parsed = json.loads(text)
-            except ValueError:
-                raise SettingError("%s is %s, which is not a JSON list; give a list, for example -e '{\"%s\": [0, 2]}'"
-                                   % (name, show(value), name))
-            if isinstance(parsed, list):
-                return parsed
-        if split:
-            return [entry.strip() for entry in text.split(split)] if text else []
-        raise SettingError("%s is the string %s; give a list, for example -e '{\"%s\": [\"...\"]}'"
-                           % (name, show(value), name))
-    raise SettingError("%s is %s; give a list" % (name, show(value)))
-
-
-def _setting(name, value):
-    kind, rule = SETTINGS[name]
-    if kind == "list":
-        return as_list(name, value, rule)
-    if kind in ("int", "float"):
-        return as_number(name, value, rule, whole=kind == "int")
-    if kind == "bool":
-        return as_bool(name, value)
-    if kind == "dict":
-        if not isinstance(value, dict):
-            raise SettingError("%s is %s; give a mapping of names to values" % (name, show(value)))
-        return dict(value)
-    if not isinstance(value, str):
-        raise SettingError("%s is %s; give a string" % (name, show(value)))
-    if kind == "choice" and value not in rule:
-        raise SettingError("%s is %s; choose one of %s" % (name, show(value), ", ".join(show(c) for c in rule)))
-    if kind == "name" and not rule.match(value):
-        raise SettingError("%s is %s; use letters, digits, '.', '_', '@' or '-', starting with a letter or digit"
-                           % (name, show(value)) if rule is NAME_RE else
-                           "%s is %s, which is not an account name" % (name, show(value)))
-    if kind == "path" and not value.startswith("/"):
-        raise SettingError("%s is %s; give an absolute path" % (name, show(value)))
-    if kind == "str" and not value.strip():
-        raise SettingError("%s is empty" % name)
-    return value
-
-
 def settings(raw):
-    """The settings coerced and checked: (values, errors), one error per bad setting."""
-    values, errors = {}, []
-    for name in SETTINGS:
-        if name not in raw:
-            errors.append("%s is not set; the role's defaults set it, so include the role rather than its tasks" % name)
-            continue
-        try:
-            values[name] = _setting(name, raw[name])
-        except SettingError as problem:
-            errors.append(str(problem))
+    """The settings coerced and checked: (values, errors), one error per bad setting.
+
+    raw: the role's variables as given (roles/node/tasks/preflight.yml reads every exo_node_ one).
+    """
+    values, errors = role_settings.check("node", raw, RULES, PUBLISHED)
     for name, check in (("exo_node_gpus", _check_gpus), ("exo_node_extra_args", _check_extra_args),
                         ("exo_node_extra_env", _check_extra_env), ("exo_node_device_allow_extra", _check_device_allow)):
         if name in values:
@@ -178,7 +123,8 @@ def _check_extra_env(values):
     errors = []
     for key, value in sorted(values["exo_node_extra_env"].items()):
         if not ENV_NAME_RE.match(str(key)):
-            errors.append("exo_node_extra_env name %s is not an environment variable name" % show(key))
+            errors.append("exo_node_extra_env name %s is not an environment variable name; use letters, digits and "
+                          "'_', not starting with a digit" % show(key))
         elif key in OWNED_ENV:
             errors.append("exo_node_extra_env sets %s, which the role sets from %s; set that instead" % (
                 key, OWNED_ENV[key]))

@@ -328,7 +328,7 @@ def test_a_setting_left_out_takes_the_roles_default(probed):
     ({"exo_driver_probe_options": "rootfs=/srv"}, ['exo_driver_probe_options is "rootfs=/srv"', "give a mapping"]),
     ({"exo_driver_probe_options": {"tinygrad": "maybe"}}, ['exo_driver_probe_options.tinygrad is "maybe"']),
     ({"exo_driver_probe_options": {"rootfs": "srv"}}, ['exo_driver_probe_options.rootfs is "srv"', "absolute path"]),
-    ({"exo_driver_flavor": "Full"}, ['exo_driver_flavor is "Full"', "choose one of compute, full"]),
+    ({"exo_driver_flavor": "Full"}, ['exo_driver_flavor is "Full"; choose one of "compute", "full"']),
     ({"exo_driver_branch": "r535"}, ['exo_driver_branch is "r535", which is not a branch number such as 580']),
     ({"exo_driver_branch": "535.129.03"}, ['exo_driver_branch is "535.129.03", a driver version', "first number: 535"]),
     ({"exo_driver_debian_mirror": "deb.debian.org"}, ['exo_driver_debian_mirror is "deb.debian.org", which is not a URL']),
@@ -423,19 +423,12 @@ def test_the_module_is_looked_for_under_the_probes_root(probed):
 # ---- the role and the module keep step with the policy -------------------------------------------
 
 def test_defaults_and_argument_specs_keep_step_with_the_policy():
+    # The policy reads meta/argument_specs.yml itself (plugin_utils/role_settings.py); defaults/main.yml
+    # holds the same variables in the same order, the order of the messages.
     with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
         options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
-    names = [name for name, _kind, _rule, _default in driver_plan.SETTINGS]
-    assert list(ROLE_DEFAULTS) == names
-    assert sorted(options) == sorted(names)
-    for name, kind, rule, default in driver_plan.SETTINGS:
-        assert ROLE_DEFAULTS[name] == default, name
-        assert options[name].get("default") == default, name
-        if kind == "choice":
-            assert options[name]["choices"] == list(rule), name
-        expected = {"bool": "bool", "int": "int", "packages": "list", "probe_options": "dict",
-                    "auto_bool": "raw"}.get(kind, "str")
-        assert options[name]["type"] == expected, name
+    assert list(ROLE_DEFAULTS) == list(options)
+    assert driver_plan.DEFAULTS == ROLE_DEFAULTS
 
 
 def test_probe_options_are_the_options_of_device_facts():

@@ -22,8 +22,6 @@ from tests.unit.conftest import REPO
 
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)
-with open(os.path.join(REPO, "roles", "node", "vars", "main.yml")) as handle:
-    SETTINGS = list(yaml.safe_load(handle)["__exo_node_install_settings"])
 
 CHOICE = {"python": "/usr/bin/python3", "packages": [], "release": None, "errors": [],
           "advice": "point exo_node_python at a CPython 3.10 to 3.12 on the host"}
@@ -34,17 +32,13 @@ NO_ENSUREPIP = {"rc": 1, "stdout": "", "stderr": "No module named ensurepip"}
 
 
 def settings(**changes):
-    found = dict((name, DEFAULTS[name]) for name in SETTINGS)
+    found = dict(PLAN_SETTINGS)
     found.update(changes)
     return found
 
 
 def install(given=None, **state):
     return FilterModule().filters()["node_install"](given or settings(), **state)
-
-
-def test_the_settings_listed_are_the_roles_own():
-    assert set(SETTINGS) <= set(DEFAULTS)
 
 
 def test_defaults_install_exo_from_its_repository_at_the_pinned_commit():
@@ -112,8 +106,9 @@ def test_a_path_source_is_staged_under_the_install_dir(tmp_path):
     ({"exo_node_source": "index", "exo_node_index_requirement": "exo==0.0.1"},
      ['exo_node_index_requirement "exo==0.0.1" would come from PyPI, where the name exo is an unrelated project',
       "set exo_node_pip_index_url"]),
-    ({"exo_node_wheelhouse": "/nonexistent"}, ['exo_node_wheelhouse must be empty or a directory', '"/nonexistent"']),
-    ({"exo_node_python": "python 3"}, ['exo_node_python an absolute path or a command name (got "python 3")']),
+    ({"exo_node_wheelhouse": "/nonexistent"}, ['exo_node_wheelhouse is "/nonexistent", which is not a directory on '
+                                               'the controller; give the directory of the wheels']),
+    ({"exo_node_python": "python 3"}, ['exo_node_python is "python 3"; give an absolute path or a command name']),
 ])
 def test_bad_settings_are_refused_with_the_variable_and_its_value(change, words):
     plan = install(settings(**change))

@@ -22,7 +22,6 @@ import yaml
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import bus, uuid
@@ -31,7 +30,7 @@ from tests.unit.conftest import REPO, run_module
 REAL_H100 = os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)
-SETTINGS = dict((name, DEFAULTS[name]) for name in settings.SETTINGS)
+SETTINGS = dict(DEFAULTS)
 SETTINGS.update(exo_node_id_prefix="h", exo_node_address="10.0.0.1", exo_node_cluster_hosts=["h"])
 
 
@@ -317,7 +316,7 @@ def test_mig_minors_missing(probed):
     ("exo_node_discovery", "mdns", ["exo_node_discovery is \"mdns\"; choose one of \"manual\", \"udp\""]),
     ("exo_node_id_prefix", "gpu 01", ["exo_node_id_prefix is \"gpu 01\""]),
     ("exo_node_data_dir", "var/lib/exo", ["exo_node_data_dir is \"var/lib/exo\"; give an absolute path"]),
-    ("exo_node_address", " ", ["exo_node_address is empty"]),
+    ("exo_node_address", " ", ['exo_node_address is " ", which is empty; give the address']),
     ("exo_node_extra_args", "--max-parallel-downloads=2", ["exo_node_extra_args is the string", "give a list"]),
     ("exo_node_extra_args", ["run"], ["exo_node_extra_args entry \"run\" is not '--flag'", "positional"]),
     ("exo_node_extra_args", ["--max-generate-tokens 5"], ["\"--max-generate-tokens 5\" is not '--flag'"]),

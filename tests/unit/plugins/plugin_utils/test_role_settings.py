@@ -1,0 +1,279 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """The roles' settings engine (plugins/plugin_utils/role_settings.py) over both roles' real specs.
+
+Each case is a variable, the value as the user gave it (YAML, or the string -e name=value gives) and
+what the role reads: the value, or the one line it refuses it with. The other variables keep the
+role's defaults.
+"""
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe.health import VERDICTS
+from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
+from tests.unit.conftest import REPO
+
+# The node role's defaults that are templates, as Ansible would fill them in for host h.
+NODE = dict(role_settings.defaults("node"), exo_node_id_prefix="h", exo_node_address="10.0.0.1",
+            exo_node_cluster_hosts=["h"])
+# Each role's reading of its variables: given the variables that differ from the defaults, (values, errors).
+READ = {
+    "node": lambda given: node_settings.settings(dict(NODE, **given)),
+    "driver": lambda given: driver_plan.check_settings(given),
+}
+# What each role's Python adds to its spec, and the facts it publishes under its prefix.
+ROLES = {"node": (node_settings.RULES, node_settings.PUBLISHED),
+         "driver": (driver_plan.RULES, driver_plan.OUTPUTS)}
+
+ACCEPTED = [
+    # numbers, as YAML or -e gives them
+    ("node", "exo_node_api_port", 52416, 52416),
+    ("node", "exo_node_api_port", "52416", 52416),
+    ("node", "exo_node_api_port", " 65535 ", 65535),
+    ("node", "exo_node_min_memory_mib", "0", 0),
+    ("node", "exo_node_max_exposure", "2.5", 2.5),
+    ("node", "exo_node_max_exposure", 0, 0.0),
+    ("driver", "exo_driver_reboot_timeout", "60", 60),
+    # booleans in any spelling Ansible reads
+    ("node", "exo_node_mig", "yes", True),
+    ("node", "exo_node_mig", "False", False),
+    ("node", "exo_node_cpu_affinity", 0, False),
+    ("driver", "exo_driver_hold", "no", False),
+    # lists: YAML, a JSON list, or a comma-separated string where an entry cannot hold a comma
+    ("node", "exo_node_gpus", [0, "GPU-1"], [0, "GPU-1"]),
+    ("node", "exo_node_gpus", "0, 2", ["0", "2"]),
+    ("node", "exo_node_gpus", "[0, 2]", [0, 2]),
+    ("node", "exo_node_gpus", "", []),
+    ("node", "exo_node_cluster_hosts", "a,b", ["a", "b"]),
+    ("node", "exo_node_cpu_packages", "clang,llvm", ["clang", "llvm"]),
+    ("node", "exo_node_extra_args", '["--max-parallel-downloads=2"]', ["--max-parallel-downloads=2"]),
+    ("driver", "exo_driver_extra_packages", "nvtop, nvidia-settings", ["nvtop", "nvidia-settings"]),
+    # mappings: YAML, or the JSON text -e name='{...}' gives
+    ("node", "exo_node_extra_env", {"HF_HUB_OFFLINE": "1"}, {"HF_HUB_OFFLINE": "1"}),
+    ("node", "exo_node_extra_env", '{"HF_HUB_OFFLINE": "1"}', {"HF_HUB_OFFLINE": "1"}),
+    ("driver", "exo_driver_probe_options", {"timeout": "5"}, {"timeout": 5.0}),
+    # strings, paths, choices and patterns
+    ("node", "exo_node_data_dir", "/srv/exo", "/srv/exo"),
+    ("node", "exo_node_numa_policy", "", ""),
+    ("node", "exo_node_gpu_health", "ok", "ok"),
+    ("node", "exo_node_python", "python3.12", "python3.12"),
+    ("node", "exo_node_python_min_version", "3.11", "3.11"),
+    ("node", "exo_node_user", "exo-runner", "exo-runner"),
+    ("node", "exo_node_source_path", "", ""),
+    # the driver's own kinds
+    ("driver", "exo_driver_branch", 580, "580"),
+    ("driver", "exo_driver_branch", "", None),
+    ("driver", "exo_driver_branch", None, None),
+    ("driver", "exo_driver_kernel_module", "auto", "auto"),
+    ("driver", "exo_driver_kernel_module", "no", False),
+    ("driver", "exo_driver_ubuntu_mirror", None, None),
+    ("driver", "exo_driver_ubuntu_mirror", "http://mirror.example.org/ubuntu", "http://mirror.example.org/ubuntu"),
+]
+
+REFUSED = [
+    # numbers
+    ("node", "exo_node_api_port", "abc", 'exo_node_api_port is "abc", not a whole number; give one such as 52415'),
+    ("node", "exo_node_api_port", True, "exo_node_api_port is true, not a whole number; give one such as 52415"),
+    ("node", "exo_node_api_port", 70000, "exo_node_api_port is 70000; it must be from 1 to 65535"),
+    ("node", "exo_node_min_memory_mib", "-1", 'exo_node_min_memory_mib is "-1"; it must be 0 or more'),
+    ("node", "exo_node_max_exposure", "high", 'exo_node_max_exposure is "high", not a number; give one such as 2.0'),
+    ("node", "exo_node_max_exposure", 11, "exo_node_max_exposure is 11; it must be from 0.0 to 10.0"),
+    ("driver", "exo_driver_min_free_mib", "lots",
+     'exo_driver_min_free_mib is "lots", not a whole number; give one such as 1536'),
+    ("driver", "exo_driver_reboot_timeout", 5, "exo_driver_reboot_timeout is 5; it must be from 60 to 86400"),
+    # booleans
+    ("node", "exo_node_mig", "maybe", 'exo_node_mig is "maybe"; give true or false'),
+    ("driver", "exo_driver_reboot", [], "exo_driver_reboot is []; give true or false"),
+    # choices
+    ("node", "exo_node_gpu_health", "bad", 'exo_node_gpu_health is "bad"; choose one of "ok", "degraded", "unusable"'),
+    ("node", "exo_node_refresh_facts", "sometimes",
+     'exo_node_refresh_facts is "sometimes"; choose one of "auto", "always", "never"'),
+    ("node", "exo_node_numa_policy", "none",
+     'exo_node_numa_policy is "none"; choose one of "", "preferred", "bind", "interleave"'),
+    ("driver", "exo_driver_flavor", "Full", 'exo_driver_flavor is "Full"; choose one of "compute", "full"'),
+    # strings and paths
+    ("node", "exo_node_install_dir", "opt/exo", 'exo_node_install_dir is "opt/exo"; give an absolute path'),
+    ("node", "exo_node_git_version", 1234567,
+     "exo_node_git_version is 1234567; give a string, in quotes: unquoted, YAML reads it as a number"),
+    ("node", "exo_node_python_min_version", 3.1,
+     "exo_node_python_min_version is 3.1; give a string, in quotes: unquoted, YAML reads it as a number"),
+    ("node", "exo_node_pip_extra_args", ["--timeout", "60"], 'exo_node_pip_extra_args is ["--timeout", "60"]; give a string'),
+    # patterns
+    ("node", "exo_node_python_min_version", "3",
+     'exo_node_python_min_version is "3"; give a major.minor release in quotes, such as "3.10"'),
+    ("node", "exo_node_python", "python 3",
+     'exo_node_python is "python 3"; give an absolute path or a command name such as python3.12'),
+    ("node", "exo_node_user", "Exo", 'exo_node_user is "Exo", which is not an account name; use lowercase letters, '
+                                     "digits, '_' or '-', starting with a letter or '_'"),
+    ("node", "exo_node_id_prefix", "gpu 01", 'exo_node_id_prefix is "gpu 01"; use letters, digits, \'.\', \'_\', '
+                                             "'@' or '-', starting with a letter or digit"),
+    ("node", "exo_node_address", "", 'exo_node_address is "", which is empty; give the address other nodes reach '
+                                     "this host at"),
+    ("driver", "exo_driver_debian_mirror", "deb.debian.org",
+     'exo_driver_debian_mirror is "deb.debian.org", which is not a URL; give one such as http://deb.debian.org/debian'),
+    ("driver", "exo_driver_ubuntu_security_mirror", "security",
+     'exo_driver_ubuntu_security_mirror is "security", which is not a URL; give one such as '
+     "http://security.ubuntu.com/ubuntu"),
+    ("driver", "exo_driver_cuda_repo_key", "keys/D42D0685.pub", 'exo_driver_cuda_repo_key is "keys/D42D0685.pub"; '
+                                                                "give a file name under the repository URL, such as "
+                                                                "D42D0685.pub"),
+    # lists and their entries
+    ("node", "exo_node_gpus", {"a": 1}, 'exo_node_gpus is {"a": 1}; give a list'),
+    ("node", "exo_node_gpus", "[0, 2", 'exo_node_gpus is "[0, 2", which is not a JSON list; give a list, for example '
+                                       "-e '{\"exo_node_gpus\": [0, 2]}'"),
+    ("node", "exo_node_extra_args", "--x=1", 'exo_node_extra_args is the string "--x=1"; give a list, for example '
+                                             "-e '{\"exo_node_extra_args\": [\"...\"]}'"),
+    ("node", "exo_node_cpu_packages", [5],
+     "exo_node_cpu_packages entry is 5; give a string, in quotes: unquoted, YAML reads it as a number"),
+    # mappings
+    ("node", "exo_node_extra_env", "A=b", 'exo_node_extra_env is "A=b"; give a mapping of names to values, for example '
+                                          "-e '{\"exo_node_extra_env\": {\"NAME\": \"value\"}}'"),
+    ("node", "exo_node_probe_options", [], "exo_node_probe_options is []; give a mapping of names to values, for "
+                                           "example -e '{\"exo_node_probe_options\": {\"NAME\": \"value\"}}'"),
+    # the driver's own kinds
+    ("driver", "exo_driver_kernel_module", "sometimes", 'exo_driver_kernel_module is "sometimes"; give auto, true or false'),
+    ("driver", "exo_driver_branch", "535.129.03",
+     'exo_driver_branch is "535.129.03", a driver version; give its branch, the first number: 535'),
+]
+
+UNKNOWN = [
+    ("node", "exo_node_gpu", [0], "exo_node_gpu is not a variable of this role (did you mean exo_node_gpus?); "
+                                  "docs/node.md lists them"),
+    ("node", "exo_node_api_prot", 8000, "exo_node_api_prot is not a variable of this role (did you mean "
+                                        "exo_node_api_port?); docs/node.md lists them"),
+    ("node", "exo_node_zzz", 1, "exo_node_zzz is not a variable of this role; docs/node.md lists them"),
+    ("driver", "exo_driver_brnach", "535", "exo_driver_brnach is not a variable of this role (did you mean "
+                                           "exo_driver_branch?); docs/driver.md lists them"),
+    ("driver", "exo_driver_rebot", True, "exo_driver_rebot is not a variable of this role (did you mean "
+                                         "exo_driver_reboot?); docs/driver.md lists them"),
+]
+
+# Not settings of the role that reads them: what it publishes, and the other role's variables.
+IGNORED = [
+    ("node", "exo_node_instances", [{"name": "cpu"}]),
+    ("node", "exo_node_cpu_reason", None),
+    ("node", "exo_driver_brnach", "535"),
+    ("driver", "exo_driver_decision", {"action": "none"}),
+    ("driver", "exo_driver_reboot_hosts", {}),
+    ("driver", "exo_node_gpu", [0]),
+]
+
+
+@pytest.mark.parametrize("role, name, given, value", ACCEPTED)
+def test_a_value_as_given_is_read_as_the_role_means_it(role, name, given, value):
+    values, errors = READ[role]({name: given})
+    assert errors == []
+    assert values[name] == value and type(values[name]) is type(value)
+
+
+@pytest.mark.parametrize("role, name, given, message", REFUSED)
+def test_a_bad_value_is_refused_in_one_line_with_the_variable_the_value_and_what_to_do(role, name, given, message):
+    values, errors = READ[role]({name: given})
+    assert errors == [message]
+    assert name not in values
+    # A bad entry of a list is shown alone.
+    assert "\n" not in message and message.startswith(name + " ")
+    assert show(given) in message or any(" entry is %s;" % show(entry) in message for entry in given)
+
+
+@pytest.mark.parametrize("role, name, given, message", UNKNOWN)
+def test_an_unknown_name_is_refused_with_the_nearest_one(role, name, given, message):
+    assert READ[role]({name: given})[1] == [message]
+
+
+@pytest.mark.parametrize("role, name, given", IGNORED)
+def test_published_facts_and_the_other_roles_variables_are_not_settings(role, name, given):
+    values, errors = READ[role]({name: given})
+    assert errors == [] and name not in values
+
+
+# The spec's own features that no variable of the roles uses yet: elements of other types, and
+# choices of a list, which apply to each entry.
+OPTIONS = [
+    ({"type": "list", "elements": "int"}, {"range": (0, 7)}, "1, 3", [1, 3]),
+    ({"type": "list", "elements": "int"}, {"range": (0, 7)}, "1, 9", 'x entry is "9"; it must be from 0 to 7'),
+    ({"type": "list", "elements": "str", "choices": ["cuda", "nv"]}, {}, "nv,cuda", ["nv", "cuda"]),
+    ({"type": "list", "elements": "str", "choices": ["cuda", "nv"]}, {}, ["cuda", "vulkan"],
+     'x entry is "vulkan"; choose one of "cuda", "nv"'),
+    ({"type": "list", "elements": "bool"}, {}, "yes,no", [True, False]),
+    ({"type": "list"}, {}, [None, {"a": 1}], [None, {"a": 1}]),
+    ({"type": "raw"}, {}, {"any": ["thing"]}, {"any": ["thing"]}),
+    ({"type": "int", "default": None}, {}, None, None),
+    ({"type": "int", "default": 3}, {}, None, "x is null, not a whole number; give one such as 3"),
+    ({"type": "float"}, {"range": (None, 1.5)}, "2", 'x is "2"; it must be 1.5 or less'),
+]
+
+
+@pytest.mark.parametrize("option, rule, given, expected", OPTIONS)
+def test_each_type_of_the_spec(option, rule, given, expected):
+    try:
+        assert role_settings.read("x", given, option, rule) == expected
+    except role_settings.SettingError as problem:
+        assert str(problem) == expected
+
+
+def test_a_variable_left_out_takes_the_specs_default_unless_only_ansible_can_fill_it_in():
+    assert driver_plan.check_settings({}) == (role_settings.defaults("driver"), [])
+    values, errors = node_settings.settings(dict((n, v) for n, v in NODE.items() if n != "exo_node_id_prefix"))
+    assert errors == ["exo_node_id_prefix is not set, and its default is a template of the host's variables that "
+                      'only the role fills in ("{{ inventory_hostname }}"); give it, or include the role']
+    left_out = dict((n, v) for n, v in NODE.items() if n != "exo_node_api_port")
+    assert node_settings.settings(left_out) == ({**node_settings.settings(NODE)[0], "exo_node_api_port": 52415}, [])
+
+
+def test_one_message_per_bad_variable_in_the_specs_order_then_the_unknown_names():
+    errors = READ["driver"]({"exo_driver_rebot": 1, "exo_driver_reboot": "often", "exo_driver_flavor": "all"})[1]
+    assert [error.split(" ")[0] for error in errors] == ["exo_driver_flavor", "exo_driver_reboot", "exo_driver_rebot"]
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+def test_every_rule_names_an_option_of_the_spec_and_no_published_fact_is_one(role):
+    rules, published = ROLES[role]
+    options = role_settings.options(role)
+    assert sorted(set(rules) - set(options)) == []
+    assert sorted(set(published) & set(options)) == []
+    assert all(set(rule) <= {"range", "match", "split", "read"} for rule in rules.values())
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+def test_the_published_facts_are_those_the_roles_tasks_set(role):
+    set_facts = set()
+    tasks = os.path.join(REPO, "roles", role, "tasks")
+    for name in os.listdir(tasks):
+        with open(os.path.join(tasks, name)) as handle:
+            for task in yaml.safe_load(handle) or []:
+                for each in [task] + task.get("block", []):
+                    set_facts.update(each.get("ansible.builtin.set_fact") or {})
+    assert sorted(n for n in set_facts if re.match("exo_%s_" % role, n)) == sorted(ROLES[role][1])
+
+
+def test_the_spec_is_read_once_and_defaults_are_copies():
+    assert role_settings.options("node") is role_settings.options("node")
+    role_settings.defaults("node")["exo_node_gpus"].append(0)
+    assert role_settings.defaults("node")["exo_node_gpus"] == []
+
+
+def test_the_health_choices_are_the_probes_verdicts():
+    assert role_settings.options("node")["exo_node_gpu_health"]["choices"] == list(VERDICTS)
+
+
+def test_the_filter_names_the_host_on_each_line():
+    node_settings_filter = FilterModule().filters()["node_settings"]
+    assert node_settings_filter(NODE, "gpu7") == {"settings": node_settings.settings(NODE)[0], "errors": []}
+    assert node_settings_filter(dict(NODE, exo_node_gpu=[0], exo_node_api_port="abc"), "gpu7") == {
+        "settings": None, "errors": [
+            'host gpu7: exo_node_api_port is "abc", not a whole number; give one such as 52415',
+            "host gpu7: exo_node_gpu is not a variable of this role (did you mean exo_node_gpus?); docs/node.md lists "
+            "them"]}
