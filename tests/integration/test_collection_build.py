@@ -29,7 +29,7 @@ ALLOWED = [
     "roles/*/meta/main.yml", "roles/*/meta/argument_specs.yml", "roles/*/tasks/*.yml", "roles/*/templates/*.j2",
     "playbooks/*.yml",
     "changelogs/changelog.yaml",
-    "scripts/exo-wheelhouse.py",
+    "scripts/exo-wheelhouse.py", "scripts/exo-synthetic-model.py",
     "tests/sanity/ignore-*.txt",
 ]
 # Tracked files under these folders are what the collection is made of: all of them ship.
@@ -72,7 +72,7 @@ def test_artifact_holds_every_file_of_the_collection(built):
     wanted = [name for name in tracked if name.startswith(SHIPPED_DIRS)
               and not any(fnmatch.fnmatch(name, p) for p in NOT_SHIPPED)]
     wanted += ["README.md", "COPYING", "requirements.txt", "changelogs/changelog.yaml", "scripts/exo-wheelhouse.py",
-               "tests/sanity/ignore-2.21.txt"]
+               "scripts/exo-synthetic-model.py", "tests/sanity/ignore-2.21.txt"]
     missing = sorted(set(wanted) - set(files_of(built[2])))
     assert not missing, "the artifact lacks %s" % missing
 
