@@ -25,8 +25,15 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What an env file value may not hold: systemd would read it differently from what was written.
 ENV_VALUE_BAD_RE = re.compile(r'[\n"\\$]')
 DEVICE_ALLOW_RE = re.compile(r"^(/dev/\S+|char-\S+|block-\S+)( [rwm]{1,3})?$")
+# What systemd reads differently in a unit or environment file: it splits at whitespace, takes
+# quotes and backslashes as quoting, '%' as a specifier and ';' as a command separator.
+UNIT_PATH_RE = re.compile(r"^[^\s\"'\\$%;`]*$")
+# $EXO_NODE_ARGS is split at whitespace and unquoted when exo starts: quotes and backslashes vanish.
+ARG_BAD_RE = re.compile(r"[\"'\\]")
 
 PORT = {"range": (1, 65535)}
+UNIT_PATH = {"match": (UNIT_PATH_RE, "; the unit files name it, and systemd would read whitespace, quotes, "
+                                     "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them")}
 ACCOUNT = {"match": (ACCOUNT_RE, ", which is not an account name; use lowercase letters, digits, '_' or '-', "
                                  "starting with a letter or '_'")}
 RELEASE = {"match": (RELEASE_RE, "; give a major.minor release in quotes, such as \"3.10\"")}
@@ -48,6 +55,9 @@ RULES = {
                                                       "host at")},
     "exo_node_discovery_timeout": {"range": (0, 86400)},
     "exo_node_wait_for_peers": {"range": (0, 10000)},
+    "exo_node_install_dir": UNIT_PATH,
+    "exo_node_config_dir": UNIT_PATH,
+    "exo_node_data_dir": UNIT_PATH,
     "exo_node_user": ACCOUNT,
     "exo_node_group": ACCOUNT,
     "exo_node_restart_sec": {"range": (0, 3600)},
@@ -112,6 +122,10 @@ def _check_extra_args(values):
         if not text.startswith("--") or re.search(r"\s", text):
             errors.append("exo_node_extra_args entry %s is not '--flag' or '--flag=value'; exo takes no more "
                           "positional words, and a value goes after '='" % show(arg))
+        elif ARG_BAD_RE.search(text):
+            errors.append("exo_node_extra_args entry %s holds quotes or backslashes, which systemd takes as quoting "
+                          "when it splits the arguments, so exo would not receive it as written; leave them out"
+                          % show(arg))
         elif flag in OWNED_FLAGS:
             owner = OWNED_FLAGS[flag]
             errors.append("exo_node_extra_args entry %s sets %s, which the role sets%s" % (

@@ -93,6 +93,16 @@ REFUSED = [
     ("driver", "exo_driver_min_free_mib", "lots",
      'exo_driver_min_free_mib is "lots", not a whole number; give one such as 1536'),
     ("driver", "exo_driver_reboot_timeout", 5, "exo_driver_reboot_timeout is 5; it must be from 60 to 86400"),
+    # paths the unit files name
+    ("node", "exo_node_data_dir", "/var/lib/my exo",
+     'exo_node_data_dir is "/var/lib/my exo"; the unit files name it, and systemd would read whitespace, quotes, '
+     "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them"),
+    ("node", "exo_node_install_dir", "/opt/exo%i",
+     'exo_node_install_dir is "/opt/exo%i"; the unit files name it, and systemd would read whitespace, quotes, '
+     "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them"),
+    ("node", "exo_node_config_dir", '/etc/"exo"',
+     'exo_node_config_dir is "/etc/\\"exo\\""; the unit files name it, and systemd would read whitespace, quotes, '
+     "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them"),
     # booleans
     ("node", "exo_node_mig", "maybe", 'exo_node_mig is "maybe"; give true or false'),
     ("driver", "exo_driver_reboot", [], "exo_driver_reboot is []; give true or false"),
@@ -277,3 +287,15 @@ def test_the_filter_names_the_host_on_each_line():
             'host gpu7: exo_node_api_port is "abc", not a whole number; give one such as 52415',
             "host gpu7: exo_node_gpu is not a variable of this role (did you mean exo_node_gpus?); docs/node.md lists "
             "them"]}
+
+
+# $EXO_NODE_ARGS is split and unquoted by systemd when exo starts (ExecStart=... $EXO_NODE_ARGS).
+@pytest.mark.parametrize("arg", ['--x="1"', "--x='a'", "--path=C:\\\\x", '--q="'])
+def test_an_extra_argument_that_systemd_would_unquote_is_refused(arg):
+    values, errors = READ["node"]({"exo_node_extra_args": [arg]})
+    assert errors == ["exo_node_extra_args entry %s holds quotes or backslashes, which systemd takes as quoting when it "
+                      "splits the arguments, so exo would not receive it as written; leave them out" % show(arg)]
+
+
+def test_an_extra_argument_with_a_dollar_or_percent_reaches_exo_as_written():
+    assert READ["node"]({"exo_node_extra_args": ["--x=$HOME%i"]})[1] == []
