@@ -82,9 +82,9 @@ def as_number(name, value, bounds=(None, None), whole=True, example=None):
                                                    "" if example is None else "; give one such as %s" % example))
     low, high = bounds
     if not _within(number, low, high):
-        raise SettingError("%s is %s; it must be %s" % (name, show(value), "%s or more" % low if high is None else
-                                                         "%s or less" % high if low is None else
-                                                         "from %s to %s" % (low, high)))
+        limit = ("%s or more" % low if high is None else "%s or less" % high if low is None
+                 else "from %s to %s" % (low, high))
+        raise SettingError("%s is %s; it must be %s" % (name, show(value), limit))
     return number
 
 
