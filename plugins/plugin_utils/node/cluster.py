@@ -9,7 +9,6 @@ __metaclass__ = type
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, as_list, show
 
 
-
 def cluster_names(cluster_hosts):
     """exo_node_cluster_hosts as a list of names; a malformed value gives none (cluster() reports it)."""
     try:
