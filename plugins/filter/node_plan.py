@@ -19,9 +19,10 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as
 
 
 def node_plan(facts, settings, host, existing=None, account=None, mig_minors_text=None, mig_minors_error=None,
-              preview=False):
+              preview=False, exo_python=None):
     return planner.plan(facts, settings, host, existing=existing or [], account=account,
-                        mig_minors_text=mig_minors_text, mig_minors_error=mig_minors_error, preview=preview)
+                        mig_minors_text=mig_minors_text, mig_minors_error=mig_minors_error, preview=preview,
+                        exo_python=exo_python)
 
 
 def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play_hosts=()):
