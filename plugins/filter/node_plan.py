@@ -46,12 +46,13 @@ def node_python(facts, python, distribution_python, min_version, max_version):
 
 
 def node_install(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None,
-                 plan=None):
+                 plan=None, stage=None, exe=None, marker=None):
     wheelhouse = settings.get("exo_node_wheelhouse")
     wheels = [path for path in glob.glob(os.path.join(wheelhouse, "*.whl")) if os.path.isfile(path)] \
         if wheelhouse else None
     return installer.plan(settings, os_family=os_family, python_choice=python_choice, python_version=python_version,
-                          venv=venv, ensurepip=ensurepip, node_plan=plan, wheels=wheels)
+                          venv=venv, ensurepip=ensurepip, node_plan=plan, wheels=wheels, stage=stage, exe=exe,
+                          marker=marker)
 
 
 class FilterModule(object):

@@ -11,6 +11,7 @@ and nothing else does.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
 import hashlib
 import json
 import os
@@ -165,22 +166,37 @@ def install_spec(settings):
             "index": lambda: settings["exo_node_index_requirement"]}[settings["exo_node_source"]]()
 
 
-def plan(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
-         wheels=None):
-    """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
-    "source_is_dir"}: what the install tasks do.
+def marker_text(marker):
+    """The source the virtualenv's marker names, from its registered slurp ("" where there is none)."""
+    return base64.b64decode((marker or {}).get("content") or "").decode("utf-8").strip()
 
-    settings are the role's variables that shape the install (roles/node/vars/main.yml lists them).
+
+def needed(source, stage, exe, marker):
+    """Whether pip installs exo: the copy of a path source changed, exo is missing, or the marker names
+    another source than source (source_id())."""
+    exists = ((exe or {}).get("stat") or {}).get("exists", False)
+    return bool((stage or {}).get("changed")) or not exists or marker_text(marker) != source
+
+
+def plan(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
+         wheels=None, stage=None, exe=None, marker=None):
+    """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
+    "source_is_dir", "needed"}: what the install tasks do.
+
+    settings are the role's variables (those that shape the install are read, others left alone).
     The host's state comes as the tasks registered it, each optional until it is known:
     python_choice (filter node_python), python_version (`python --version`), venv (stat of the
     virtualenv's python), ensurepip (`python -m ensurepip --version`, skipped where the virtualenv
-    exists) and node_plan (the filter node_plan's answer so far). wheels are the wheel files of
-    exo_node_wheelhouse on the controller, None without a wheelhouse.
+    exists), node_plan (the filter node_plan's answer so far), stage (the copy of a path source to
+    the host, skipped for the others), exe (stat of exo's executable) and marker (slurp of the
+    virtualenv's marker). wheels are the wheel files of exo_node_wheelhouse on the controller, None
+    without a wheelhouse.
     """
     errors = source_errors(settings)
     version_result = python_version or {}
     release = python_release(version_result)
     source_path = settings["exo_node_source_path"].rstrip("/")
+    source = source_id(settings, wheels) if not errors else None
     return {
         "errors": errors,
         "python_release": release,
@@ -189,8 +205,9 @@ def plan(settings, os_family=None, python_choice=None, python_version=None, venv
         "packages": packages(settings, os_family, release, ((venv or {}).get("stat") or {}).get("exists", True),
                              (ensurepip or {}).get("rc", 0), node_plan),
         "spec": install_spec(settings) if not errors else None,
-        "source_id": source_id(settings, wheels) if not errors else None,
+        "source_id": source,
         "pip": pip_command(settings),
         "staged_source": staged_source(settings),
         "source_is_dir": settings["exo_node_source"] == "path" and os.path.isdir(source_path),
+        "needed": needed(source, stage, exe, marker),
     }

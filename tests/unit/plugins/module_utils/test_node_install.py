@@ -23,7 +23,7 @@ from tests.unit.conftest import REPO
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)
 with open(os.path.join(REPO, "roles", "node", "vars", "main.yml")) as handle:
-    SETTINGS = list(yaml.safe_load(handle)["__exo_node_install_settings"])
+    SETTINGS = list(yaml.safe_load(handle)["__exo_node_settings"])
 
 CHOICE = {"python": "/usr/bin/python3", "packages": [], "release": None, "errors": [],
           "advice": "point exo_node_python at a CPython 3.10 to 3.12 on the host"}

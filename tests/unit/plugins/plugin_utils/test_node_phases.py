@@ -6,8 +6,10 @@ __metaclass__ = type
 
 __doc__ = """What the node role's phases read from the planners instead of deciding in YAML: whether the facts
 at hand count or only preview the plan (plugins/plugin_utils/node/facts.py, plan.py, through the filter
-node_plan). Each table is one decision, case by case."""
+node_plan), and whether pip installs exo (install.py, filter node_install). Each table is one decision,
+case by case."""
 
+import base64
 import copy
 import json
 import os
@@ -103,3 +105,38 @@ def test_the_plan_says_whether_it_previews_the_one_that_counts(name):
 
 def test_a_preview_asked_for_stays_one():
     assert FILTERS["node_plan"](h100(), SETTINGS, "h", preview=True, exo_python=LOOKED)["preview"] is True
+
+
+def install_plan(**state):
+    return FILTERS["node_install"](SETTINGS, **state)
+
+
+SOURCE = install_plan()["source_id"]
+
+
+def slurped(text):
+    return {"content": base64.b64encode(text.encode("utf-8")).decode("ascii"), "encoding": "base64"}
+
+
+INSTALLED = {"stat": {"exists": True, "executable": True}}
+MISSING = {"stat": {"exists": False}}
+NO_MARKER = {"failed": True, "msg": "file not found"}
+SKIPPED = {"skipped": True, "changed": False}
+
+# name: (stage: the copy of a path source, exe: stat of bin/exo, marker: slurp of the marker, pip runs)
+NEEDED = {
+    "a new host": (SKIPPED, MISSING, NO_MARKER, True),
+    "installed from this source": (SKIPPED, INSTALLED, slurped(SOURCE + "\n"), False),
+    "the marker names another source": (SKIPPED, INSTALLED, slurped("git https://example.org/exo.git abc\n"), True),
+    "installed before markers": (SKIPPED, INSTALLED, NO_MARKER, True),
+    "exo removed, the marker left": (SKIPPED, MISSING, slurped(SOURCE + "\n"), True),
+    "the copy of a path source changed": ({"changed": True}, INSTALLED, slurped(SOURCE + "\n"), True),
+    "the copy of a path source as it was": ({"changed": False}, INSTALLED, slurped(SOURCE), False),
+    "nothing known yet": (None, None, None, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEEDED))
+def test_pip_installs_exo_only_where_the_host_lacks_this_source(name):
+    stage, exe, marker, needed = NEEDED[name]
+    assert install_plan(stage=stage, exe=exe, marker=marker)["needed"] is needed
