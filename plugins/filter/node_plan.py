@@ -35,10 +35,10 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
-                 all_changed=False, started=None, mtimes=None):
+                 all_changed=False, started=None, mtimes=None, unit=None):
     return outcomes.outcome(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
                            security=security, changed=changed, all_changed=all_changed, started=started,
-                           mtimes=mtimes)
+                           mtimes=mtimes, unit=unit)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):

@@ -6,8 +6,8 @@ __metaclass__ = type
 
 __doc__ = """What the node role's phases read from the planners instead of deciding in YAML: whether the facts
 at hand count or only preview the plan (plugins/plugin_utils/node/facts.py, plan.py, through the filter
-node_plan), and whether pip installs exo (install.py, filter node_install). Each table is one decision,
-case by case."""
+node_plan), whether pip installs exo (install.py, filter node_install), and whether a changed template
+unit restarts every instance (outcome.py, filter node_outcome). Each table is one decision, case by case."""
 
 import base64
 import copy
@@ -140,3 +140,25 @@ NEEDED = {
 def test_pip_installs_exo_only_where_the_host_lacks_this_source(name):
     stage, exe, marker, needed = NEEDED[name]
     assert install_plan(stage=stage, exe=exe, marker=marker)["needed"] is needed
+
+
+INSTANCES = [{"name": "GPU-1", "kind": "gpu"}, {"name": "GPU-2", "kind": "gpu"}, {"name": "GPU-3", "kind": "gpu"}]
+EXISTING = ["GPU-1", "GPU-2"]
+UNCHANGED = [{"results": [{"item": i, "changed": False} for i in INSTANCES]}]
+
+# name: (unit: the registered template unit, all_changed: exo itself changed, instances restarted)
+RESTARTS = {
+    "the unit changed": ({"changed": True}, False, EXISTING),
+    "the unit as it was": ({"changed": False}, False, []),
+    "not written yet": (None, False, []),
+    "exo changed": ({"changed": False}, True, EXISTING),
+    "both changed": ({"changed": True}, True, EXISTING),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESTARTS))
+def test_a_changed_unit_restarts_every_instance_that_ran(name):
+    unit, all_changed, restart = RESTARTS[name]
+    found = FILTERS["node_outcome"](INSTANCES, "h", existing=EXISTING, changed=UNCHANGED, unit=unit,
+                                    all_changed=all_changed)
+    assert found["restart"] == restart
