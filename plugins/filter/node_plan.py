@@ -17,9 +17,10 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as
 
 
 def node_plan(facts, settings, host, existing=None, account=None, mig_minors_text=None, mig_minors_error=None,
-              preview=False):
+              preview=False, exo_python=None):
     return planner.plan(facts, settings, host, existing=existing or [], account=account,
-                        mig_minors_text=mig_minors_text, mig_minors_error=mig_minors_error, preview=preview)
+                        mig_minors_text=mig_minors_text, mig_minors_error=mig_minors_error, preview=preview,
+                        exo_python=exo_python)
 
 
 def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play_hosts=()):
@@ -32,10 +33,10 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
-                 all_changed=False, started=None, mtimes=None):
+                 all_changed=False, started=None, mtimes=None, unit=None):
     return outcomes.outcome(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
                             security=security, changed=changed, all_changed=all_changed, started=started,
-                            mtimes=mtimes)
+                            mtimes=mtimes, unit=unit)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):
@@ -43,9 +44,9 @@ def node_python(facts, python, distribution_python, min_version, max_version):
 
 
 def node_install(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None,
-                 plan=None):
+                 plan=None, stage=None, exe=None, marker=None):
     return installer.plan(settings, os_family=os_family, python_choice=python_choice, python_version=python_version,
-                          venv=venv, ensurepip=ensurepip, node_plan=plan)
+                          venv=venv, ensurepip=ensurepip, node_plan=plan, stage=stage, exe=exe, marker=marker)
 
 
 def node_settings(settings, host):

@@ -475,7 +475,7 @@ def _messages(facts, s, the_decision, plan_):
 def plan(facts, raw_settings, host, connection=None):
     """What the driver role does on this host; see the module docstring and plugins/filter/driver_plan.yml."""
     result = {"errors": [], "settings": None, "decision": None, "plan": None, "package_check": None,
-              "kernel_module": None, "reboot_required": False, "reboot_reason": None, "reboot_blocker": None,
+              "changes_host": False, "kernel_module": None, "reboot_required": False, "reboot_reason": None, "reboot_blocker": None,
               "notes": [], "nvidia_module": None, "persistenced_service": "nvidia-persistenced", "messages": {},
               "summary": None, "nouveau_conf": NOUVEAU_CONF}
     raw = dict(raw_settings or {})
@@ -489,7 +489,8 @@ def plan(facts, raw_settings, host, connection=None):
     the_decision = decision(facts, case)
     kernel_module = (not in_container(facts) if values["exo_driver_kernel_module"] == "auto"
                      else values["exo_driver_kernel_module"])
-    result.update(settings=values, decision=the_decision, kernel_module=kernel_module,
+    result.update(settings=values, decision=the_decision, changes_host=not values["exo_driver_plan_only"],
+                  kernel_module=kernel_module,
                   reboot_required=case == "version_mismatch",
                   reboot_reason=the_decision["reason"] if case == "version_mismatch" else None,
                   reboot_blocker=_reboot_blocker(values, host, connection, the_decision["container"]),

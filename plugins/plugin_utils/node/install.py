@@ -11,6 +11,7 @@ and nothing else does.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
 import glob
 import hashlib
 import json
@@ -172,20 +173,35 @@ def wheel_files(wheelhouse):
     return [path for path in glob.glob(os.path.join(wheelhouse, "*.whl")) if os.path.isfile(path)]
 
 
+def marker_text(marker):
+    """The source the virtualenv's marker names, from its registered slurp ("" where there is none)."""
+    return base64.b64decode((marker or {}).get("content") or "").decode("utf-8").strip()
+
+
+def needed(source, stage, exe, marker):
+    """Whether pip installs exo: the copy of a path source changed, exo is missing, or the marker names
+    another source than source (source_id())."""
+    exists = ((exe or {}).get("stat") or {}).get("exists", False)
+    return bool((stage or {}).get("changed")) or not exists or marker_text(marker) != source
+
+
 # What plan() answers when a setting is wrong: the errors alone.
 UNPLANNED = {"python_release": "", "python_errors": [], "packages": [], "spec": None, "source_id": None, "pip": [],
-             "staged_source": None, "source_is_dir": False}
+             "staged_source": None, "source_is_dir": False, "needed": False}
 
 
-def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None):
+def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
+         stage=None, exe=None, marker=None):
     """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
-    "source_is_dir"}: what the install tasks do.
+    "source_is_dir", "needed"}: what the install tasks do.
 
     raw: the role's variables as given, all of them (roles/node/tasks/preflight.yml reads them); a
     bad one gives its error and nothing else. The host's state comes as the tasks registered it,
     each optional until it is known: python_choice (filter node_python), python_version (`python
     --version`), venv (stat of the virtualenv's python), ensurepip (`python -m ensurepip --version`,
-    skipped where the virtualenv exists) and node_plan (the filter node_plan's answer so far).
+    skipped where the virtualenv exists), node_plan (the filter node_plan's answer so far), stage
+    (the copy of a path source to the host, skipped for the others), exe (stat of exo's executable)
+    and marker (slurp of the virtualenv's marker).
     """
     settings, errors = node_settings.settings(raw)
     if errors:
@@ -195,6 +211,7 @@ def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None
     version_result = python_version or {}
     release = python_release(version_result)
     source_path = settings["exo_node_source_path"].rstrip("/")
+    source = source_id(settings, wheels) if not errors else None
     return {
         "errors": errors,
         "python_release": release,
@@ -203,8 +220,9 @@ def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None
         "packages": packages(settings, os_family, release, ((venv or {}).get("stat") or {}).get("exists", True),
                              (ensurepip or {}).get("rc", 0), node_plan),
         "spec": install_spec(settings) if not errors else None,
-        "source_id": source_id(settings, wheels) if not errors else None,
+        "source_id": source,
         "pip": pip_command(settings),
         "staged_source": staged_source(settings),
         "source_is_dir": settings["exo_node_source"] == "path" and os.path.isdir(source_path),
+        "needed": needed(source, stage, exe, marker),
     }

@@ -78,8 +78,12 @@ def restarts(instances, existing, changed, all_changed=False, started=None, mtim
 
 
 def outcome(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
-            all_changed=False, started=None, mtimes=None):
-    """What the configure step found, from what its tasks registered (each argument may be left out)."""
+            all_changed=False, started=None, mtimes=None, unit=None):
+    """What the configure step found, from what its tasks registered (each argument may be left out).
+
+    unit: the registered template unit; its change, as all_changed, restarts every instance that ran.
+    """
+    all_changed = all_changed or bool((unit or {}).get("changed"))
     missing = missing_devices(device_stats)
     return {
         "missing_devices": missing,

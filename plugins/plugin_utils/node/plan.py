@@ -5,7 +5,7 @@
 
 plan() takes what the role knows before it changes anything (the facts, the settings as the user
 wrote them, what is configured on the host already) and returns
-{"instances", "skipped", "errors", "warnings", "removed", "cpu_reason"}. An error names the host, the
+{"instances", "skipped", "errors", "warnings", "removed", "cpu_reason", "preview", ...}. An error names the host, the
 variable, the value as given and what to do; the role stops on any before its first change. The
 jobs are in the files beside this one: settings.py, facts.py, gpu_choice.py (which GPU gets an
 instance, and why), instances.py, backend_refusals.py, cluster.py and outcome.py.
@@ -14,26 +14,32 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import check_facts, mig_minors
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import check_facts, mig_minors, to_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import instance_name, port_errors, removals, render
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, settings
 
 
 def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None,
-         preview=False):
+         preview=False, exo_python=None):
     """The instances of a host. Every problem is reported, none raised.
 
     facts None checks the settings alone (before the facts that count are gathered). preview plans
     from facts whose tinygrad is not exo's yet (gathered before exo is installed): what depends on
     that tinygrad (a forced backend, its variables) is checked once the final facts are there.
+    Without preview the facts and exo_node_refresh_facts say whether the plan is a preview
+    (facts.to_plan); exo_python, what the role found when it looked for exo's interpreter to gather
+    the facts again, makes it final. The result's "preview" says which it was: only a final plan's
+    instances are published.
     existing: the instances configured on the host before this run, by name or by the path of their
     env file (the result's "existing" holds the names); account: the passwd entry of
     exo_node_user on the host (getent's list) or None; mig_minors_text: the driver's mig-minors file.
     """
+    if not preview:
+        facts, preview = to_plan(facts, raw_settings, regathered=exo_python is not None)
     existing = [instance_name(entry) for entry in existing]
     result = {"instances": [], "skipped": [], "errors": [], "warnings": [], "removed": [], "cpu_reason": None,
-              "device_paths": [], "existing": existing}
+              "device_paths": [], "existing": existing, "preview": preview or facts is None}
     s, errors = settings(raw_settings)
     result["backends"] = backend_refusals.to_check(s) if not errors else []
     if "exo_node_user" in s and "exo_node_user_adopt" in s:
