@@ -31,7 +31,10 @@ REAL_H100 = os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.j
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)
 SETTINGS = dict(DEFAULTS)
-SETTINGS.update(exo_node_id_prefix="h", exo_node_address="10.0.0.1", exo_node_cluster_hosts=["h"])
+# The defaults that are templates, as a host outside a play would have them; the facts given are
+# the ones to plan from (refresh never), whatever interpreter gathered them.
+SETTINGS.update(exo_node_id_prefix="h", exo_node_address="10.0.0.1", exo_node_cluster_hosts=["h"],
+                exo_node_refresh_facts="never")
 
 
 @pytest.fixture(scope="module")

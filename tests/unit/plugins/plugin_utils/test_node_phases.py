@@ -25,8 +25,7 @@ FILTERS = FilterModule().filters()
 EXO = "/opt/exo/bin/python"
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)
-with open(os.path.join(REPO, "roles", "node", "vars", "main.yml")) as handle:
-    SETTINGS = dict((name, DEFAULTS[name]) for name in yaml.safe_load(handle)["__exo_node_settings"])
+SETTINGS = dict(DEFAULTS)
 # The defaults that are templates, as a host outside a play would have them.
 SETTINGS.update(exo_node_id_prefix="h", exo_node_address="10.0.0.1", exo_node_cluster_hosts=["h"])
 with open(os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")) as handle:
