@@ -390,9 +390,9 @@ def _package_check(table, plan, s, facts):
             "kernel": facts["kernel"], "distribution": plan["distribution"]}
 
 
-def _distribution_plan(host, facts, s, raw, the_decision, kernel_module, problems):
+def _distribution_plan(host, facts, s, raw, decided, kernel_module, problems):
     """(plan, package check arguments) for a host that gets the driver, or (None, None) after a problem."""
-    why = "%s needs the NVIDIA driver (%s)" % (host, the_decision["reason"])
+    why = "%s needs the NVIDIA driver (%s)" % (host, decided["reason"])
     table = distributions.family(facts.get("distribution"))
     if table is None:
         problems.append("host %s but runs %s %s, which this role does not install on. Supported: %s. Install the "
@@ -420,7 +420,7 @@ def _distribution_plan(host, facts, s, raw, the_decision, kernel_module, problem
     if s["exo_driver_flavor"] == "full" and not kernel_module:
         problem("exo_driver_flavor", "exo_driver_flavor full needs the kernel module (the full driver depends on it), "
                 "which this host does not get (%s); use flavor compute for user space only"
-                % _no_kernel_module_why(s, the_decision))
+                % _no_kernel_module_why(s, decided))
     plan = {
         "distribution": built["distribution"],
         "branch": branch,
@@ -436,15 +436,15 @@ def _distribution_plan(host, facts, s, raw, the_decision, kernel_module, problem
         "persistenced_service": table["persistenced_service"],
         "mok_key": table["mok_key"],
         "initramfs_command": table["initramfs_command"],
-        "nouveau_blacklist": bool(s["exo_driver_blacklist_nouveau"] and kernel_module and the_decision["nouveau"]),
-        "kernel_module_why": None if kernel_module else _no_kernel_module_why(s, the_decision),
+        "nouveau_blacklist": bool(s["exo_driver_blacklist_nouveau"] and kernel_module and decided["nouveau"]),
+        "kernel_module_why": None if kernel_module else _no_kernel_module_why(s, decided),
     }
     return plan, _package_check(table, plan, s, facts)
 
 
-def _no_kernel_module_why(s, the_decision):
+def _no_kernel_module_why(s, decided):
     if s["exo_driver_kernel_module"] == "auto":
-        return "the host is a %s container that shares the kernel of the machine it runs on" % the_decision["container"]
+        return "the host is a %s container that shares the kernel of the machine it runs on" % decided["container"]
     return "exo_driver_kernel_module is false"
 
 
@@ -459,16 +459,16 @@ def _reboot_blocker(s, host, connection, container):
     return None
 
 
-def _messages(facts, s, the_decision, plan_):
+def _messages(facts, s, decided, install_plan):
     """The messages the install steps may need, worded once the plan is known."""
     return {
         "space_problems": space_problems(facts.get("mounts"), s["exo_driver_min_free_mib"]),
-        "secure_boot_advice": secure_boot_advice(plan_, facts.get("distribution")),
-        "would_install": "would install " + " ".join(plan_["kernel_packages"] + plan_["packages"]),
+        "secure_boot_advice": secure_boot_advice(install_plan, facts.get("distribution")),
+        "would_install": "would install " + " ".join(install_plan["kernel_packages"] + install_plan["packages"]),
         "upgrade_reboot_reason": "the running nvidia module is %s; branch %s loads at the next boot"
-                                 % (the_decision["driver_version"], plan_["branch"]),
+                                 % (decided["driver_version"], install_plan["branch"]),
         "nouveau_reboot_reason": "nouveau holds %s until a reboot (blacklisted in %s)"
-                                 % (", ".join(the_decision["nouveau"] or []), NOUVEAU_CONF),
+                                 % (", ".join(decided["nouveau"] or []), NOUVEAU_CONF),
     }
 
 
@@ -486,30 +486,30 @@ def plan(facts, raw_settings, host, connection=None):
         return result
     caps = facts["device_capabilities"]
     case = classify(caps, values["exo_driver_branch"], values["exo_driver_allow_upgrade"])
-    the_decision = decision(facts, case)
+    decided = decision(facts, case)
     kernel_module = (not in_container(facts) if values["exo_driver_kernel_module"] == "auto"
                      else values["exo_driver_kernel_module"])
-    result.update(settings=values, decision=the_decision, changes_host=not values["exo_driver_plan_only"],
+    result.update(settings=values, decision=decided, changes_host=not values["exo_driver_plan_only"],
                   kernel_module=kernel_module,
                   reboot_required=case == "version_mismatch",
-                  reboot_reason=the_decision["reason"] if case == "version_mismatch" else None,
-                  reboot_blocker=_reboot_blocker(values, host, connection, the_decision["container"]),
+                  reboot_reason=decided["reason"] if case == "version_mismatch" else None,
+                  reboot_blocker=_reboot_blocker(values, host, connection, decided["container"]),
                   nvidia_module=(values["exo_driver_probe_options"].get("rootfs") or "/").rstrip("/")
                   + "/sys/module/nvidia")
-    if the_decision["action"] in ("install", "upgrade"):
+    if decided["action"] in ("install", "upgrade"):
         problems = []
         result["plan"], result["package_check"] = _distribution_plan(
-            host, facts, values, raw, the_decision, kernel_module, problems)
+            host, facts, values, raw, decided, kernel_module, problems)
         result["errors"] = problems
         if result["plan"]:
             result["persistenced_service"] = result["plan"]["persistenced_service"]
-            result["messages"] = _messages(facts, values, the_decision, result["plan"])
-        if the_decision["nouveau"] and kernel_module and not values["exo_driver_blacklist_nouveau"]:
+            result["messages"] = _messages(facts, values, decided, result["plan"])
+        if decided["nouveau"] and kernel_module and not values["exo_driver_blacklist_nouveau"]:
             result["notes"].append("nouveau holds %s and exo_driver_blacklist_nouveau is false: the nvidia module "
-                                   "cannot take it" % ", ".join(the_decision["nouveau"]))
-    result["summary"] = {"action": the_decision["action"], "why": the_decision["reason"],
-                         "nvml": the_decision["nvml_status"], "gpus": the_decision["gpus"],
-                         "passthrough (left alone)": the_decision["passthrough"]}
+                                   "cannot take it" % ", ".join(decided["nouveau"]))
+    result["summary"] = {"action": decided["action"], "why": decided["reason"],
+                         "nvml": decided["nvml_status"], "gpus": decided["gpus"],
+                         "passthrough (left alone)": decided["passthrough"]}
     if result["plan"]:
         result["summary"]["plan"] = result["plan"]
     return result
@@ -555,12 +555,12 @@ def space_problems(mounts, min_free_mib, paths=SPACE_PATHS):
     return problems
 
 
-def secure_boot_advice(plan_, distribution):
+def secure_boot_advice(install_plan, distribution):
     """What to do when Secure Boot would refuse the DKMS-built module."""
     return ("Secure Boot is on and the key that signs DKMS modules (%s) is not enrolled, so the kernel would refuse "
             "the nvidia module. Either enroll it: after the install run `mokutil --import %s`, reboot and confirm the "
             "enrollment at the console; or turn Secure Boot off in the firmware%s. exo_driver_secure_boot: continue "
-            "installs anyway." % (plan_["mok_key"], plan_["mok_key"],
+            "installs anyway." % (install_plan["mok_key"], install_plan["mok_key"],
                                   "; or use Canonical's signed modules (exo_driver_ubuntu_modules: prebuilt)"
                                   if distribution == "Ubuntu" else ""))
 
@@ -629,15 +629,15 @@ def outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=
 
     verified: {"before", "caps", "module_loaded", "reboot_required", "reboot_reason", "module_missing", "kernel"}.
     """
-    plan_ = policy.get("plan") or {}
+    install_plan = policy.get("plan") or {}
     found = {"release": None, "stream_enabled": None, "secure_boot": secure_boot_on(sb_state, sb_efivar),
              "modprobe": None, "result": None}
     if selections is not None:
-        found["release"] = held_to_release(selections, plan_.get("hold") or [])
+        found["release"] = held_to_release(selections, install_plan.get("hold") or [])
     if module_list is not None:
-        found["stream_enabled"] = stream_enabled(module_list, plan_["module_stream"])
+        found["stream_enabled"] = stream_enabled(module_list, install_plan["module_stream"])
     if modprobe is not None:
-        found["modprobe"] = after_modprobe(modprobe, plan_.get("mok_key"))
+        found["modprobe"] = after_modprobe(modprobe, install_plan.get("mok_key"))
     if verified is not None:
         found["result"] = verify(policy, **verified)
     return found
