@@ -178,11 +178,23 @@ def marker_text(marker):
     return base64.b64decode((marker or {}).get("content") or "").decode("utf-8").strip()
 
 
+def same_source(recorded, source):
+    """Whether the marker's text names source (source_id()): the same text, or the same but for a short
+    commit id where source has the full id it begins with (what releases before full ids recorded)."""
+    if recorded == source:
+        return True
+    (old, old_rest), (new, new_rest) = [(text.partition("\n")[0].split(" "), text.partition("\n")[2])
+                                        for text in (recorded, source)]
+    return (old_rest == new_rest and len(old) == len(new) == 3 and old[:2] == new[:2] and old[0] == "git"
+            and len(old[2]) >= 7 and len(new[2]) == 40
+            and new[2].lower().startswith(old[2].lower()))
+
+
 def needed(source, stage, exe, marker):
     """Whether pip installs exo: the copy of a path source changed, exo is missing, or the marker names
-    another source than source (source_id())."""
+    another source than source (same_source())."""
     exists = ((exe or {}).get("stat") or {}).get("exists", False)
-    return bool((stage or {}).get("changed")) or not exists or marker_text(marker) != source
+    return bool((stage or {}).get("changed")) or not exists or not same_source(marker_text(marker), source or "")
 
 
 # What plan() answers when a setting is wrong: the errors alone.

@@ -21,6 +21,8 @@ ACCOUNT_RE = re.compile(r"^[a-z_][a-z0-9_-]*[$]?$")
 # An interpreter is a path on the host, or a command its PATH finds.
 COMMAND_RE = re.compile(r"^(/.*|[A-Za-z0-9._-]+)$")
 RELEASE_RE = re.compile(r"^[0-9]+[.][0-9]+$")
+# Empty where exo does not come from git (exo_node_source).
+COMMIT_RE = re.compile(r"^([0-9a-fA-F]{40})?$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What an env file value may not hold: systemd would read it differently from what was written.
 ENV_VALUE_BAD_RE = re.compile(r'[\n"\\$]')
@@ -42,6 +44,9 @@ RELEASE = {"match": (RELEASE_RE, "; give a major.minor release in quotes, such a
 # exo argument or a DeviceAllow= entry may hold a comma, so those must be JSON lists.
 RULES = {
     "exo_node_python": {"match": (COMMAND_RE, "; give an absolute path or a command name such as python3.12")},
+    # pip looks a short id up as a branch or tag name first, and a branch or tag can be moved.
+    "exo_node_git_version": {"match": (COMMIT_RE, "; give the full 40-character id of exo's commit: a branch or tag "
+                                                  "can move, and pip reads a short id as a branch or tag name first")},
     "exo_node_python_min_version": RELEASE,
     "exo_node_python_max_version": RELEASE,
     "exo_node_min_memory_mib": {"range": (0, None)},

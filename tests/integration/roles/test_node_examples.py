@@ -65,4 +65,4 @@ def test_node_install_example_on_this_machine(tmp_path):
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say what pip installs, or why it cannot]")[1]
     assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --timeout 60 ' \
-           'exo @ git+https://github.com/exo-explore/exo.git@e4238f9ef"' in shown, shown[:2000]
+           'exo @ git+https://github.com/exo-explore/exo.git@e4238f9ef369037252c7542e40ea1a8a625afba7"' in shown, shown[:2000]

@@ -8,6 +8,7 @@ __doc__ = """How the node role puts exo into its virtualenv (plugins/plugin_util
 the filter gpufleet.exo.node_install, with the role's defaults and the host's state as the tasks
 register it."""
 
+import base64
 import hashlib
 import os
 import sys
@@ -16,6 +17,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install as install_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from tests.unit.plugins.module_utils.test_node_plan import SETTINGS as PLAN_SETTINGS
 from tests.unit.conftest import REPO
@@ -52,13 +54,33 @@ def test_the_marker_keeps_the_form_installed_hosts_recorded():
     # Hosts installed by earlier releases hold this text; another form would reinstall exo everywhere.
     plan = install(settings(exo_node_skip_requirements=["b", "a"], exo_node_replace_requirements={}))
     assert plan["source_id"] == (
-        "git https://github.com/exo-explore/exo.git e4238f9ef\n"
+        "git https://github.com/exo-explore/exo.git e4238f9ef369037252c7542e40ea1a8a625afba7\n"
         'requirements {"replace": {}, "skip": ["a", "b"], "tinygrad": "", "wheelhouse": ""}')
+
+
+# What releases before full commit ids recorded (the short id e4238f9ef), and whether pip runs again.
+RECORDED = [
+    ("git https://github.com/exo-explore/exo.git e4238f9ef", False),
+    ("git https://github.com/exo-explore/exo.git E4238F9EF", False),
+    ("git https://github.com/exo-explore/exo.git e4238f9ef369037252c7542e40ea1a8a625afba7", False),
+    ("git https://github.com/exo-explore/exo.git e4238f", True),  # too short to name a commit
+    ("git https://github.com/exo-explore/exo.git 0123abcd", True),
+    ("git https://example.com/fork.git e4238f9ef", True),
+    ("path /opt/exo/source/exo.whl", True),
+]
+
+
+@pytest.mark.parametrize("recorded, again", RECORDED)
+def test_a_host_installed_from_the_short_commit_id_is_not_installed_again(recorded, again):
+    plan = install(settings(exo_node_skip_requirements=["b", "a"], exo_node_replace_requirements={}))
+    marker = {"content": base64.b64encode((recorded + "\n" + plan["source_id"].partition("\n")[2]).encode()).decode()}
+    exe = {"stat": {"exists": True}}
+    assert install_plan.needed(plan["source_id"], {"changed": False}, exe, marker) is again
 
 
 def test_every_setting_that_shapes_the_install_changes_the_marker():
     base = install()["source_id"]
-    for change in ({"exo_node_git_version": "abc123"}, {"exo_node_tinygrad_requirement": "tinygrad==0.10.0"},
+    for change in ({"exo_node_git_version": "0123456789abcdef0123456789abcdef01234567"}, {"exo_node_tinygrad_requirement": "tinygrad==0.10.0"},
                    {"exo_node_skip_requirements": ["uvloop"]}, {"exo_node_replace_requirements": {"a": "b"}}):
         assert install(settings(**change))["source_id"] != base, change
     # pip's own arguments do not change what is installed

@@ -103,6 +103,13 @@ REFUSED = [
     ("node", "exo_node_config_dir", '/etc/"exo"',
      'exo_node_config_dir is "/etc/\\"exo\\""; the unit files name it, and systemd would read whitespace, quotes, '
      "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them"),
+    # a commit that cannot move
+    ("node", "exo_node_git_version", "e4238f9ef",
+     'exo_node_git_version is "e4238f9ef"; give the full 40-character id of exo\'s commit: a branch or tag can move, '
+     "and pip reads a short id as a branch or tag name first"),
+    ("node", "exo_node_git_version", "main",
+     'exo_node_git_version is "main"; give the full 40-character id of exo\'s commit: a branch or tag can move, '
+     "and pip reads a short id as a branch or tag name first"),
     # booleans
     ("node", "exo_node_mig", "maybe", 'exo_node_mig is "maybe"; give true or false'),
     ("driver", "exo_driver_reboot", [], "exo_driver_reboot is []; give true or false"),
