@@ -31,7 +31,7 @@ NODE = dict(role_settings.defaults("node"), exo_node_id_prefix="h", exo_node_add
 # Each role's reading of its variables: given the variables that differ from the defaults, (values, errors).
 READ = {
     "node": lambda given: node_settings.settings(dict(NODE, **given)),
-    "driver": lambda given: driver_plan.check_settings(given),
+    "driver": driver_plan.check_settings,
 }
 # What each role's Python adds to its spec, and the facts it publishes under its prefix.
 ROLES = {"node": (node_settings.RULES, node_settings.PUBLISHED),
