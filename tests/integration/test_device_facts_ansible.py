@@ -7,34 +7,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
-import json
 import os
 import subprocess
-import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path[:0] = [REPO]
-
-from tests.simulated import nvml as simnvml  # noqa: E402
-
-BIN = os.path.dirname(sys.executable)
-
-
-def ansible(args, tmp_path, env=None, command="ansible"):
-    """Run an Ansible command; for ad hoc runs, the module's result (one line each with -o)."""
-    environ = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"),
-                   ANSIBLE_CACHE_PLUGIN_CONNECTION=str(tmp_path / "facts"), ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
-    environ.update(env or {})
-    extra = ["-o"] if command == "ansible" else []
-    proc = subprocess.run([os.path.join(BIN, command)] + args + extra, cwd=REPO, env=environ,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, check=False)
-    output = proc.stdout.decode()
-    assert proc.returncode == 0, output[-3000:] + proc.stderr.decode()[-3000:]
-    if command != "ansible":
-        return output
-    return json.loads(output.split(" => ", 1)[1])
+from tests.helpers import BIN, REPO, run_ansible as ansible
+from tests.simulated import nvml as simnvml
 
 
 def facts_of(output):

@@ -12,16 +12,11 @@ import shutil
 
 import yaml
 
-from tests.integration.test_device_facts_ansible import REPO, ansible
-
-
-def examples():
-    with open(os.path.join(REPO, "plugins", "modules", "device_facts.py")) as handle:
-        return yaml.safe_load(re.search(r'^EXAMPLES = r"""\n(.*?)^"""', handle.read(), re.M | re.S).group(1))
+from tests.helpers import examples, run_ansible as ansible
 
 
 def test_the_tasks_of_the_examples_run_as_written(tmp_path):
-    tasks = [entry for entry in examples() if "hosts" not in entry]
+    tasks = [entry for entry in yaml.safe_load(examples("module", "device_facts")) if "hosts" not in entry]
     assert any("backends" in (task.get("gpufleet.exo.device_facts") or {}) for task in tasks)
     playbook = tmp_path / "examples.yml"
     playbook.write_text(yaml.safe_dump([{"name": "device_facts examples", "hosts": "localhost",

@@ -19,11 +19,7 @@ import time
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if REPO_ROOT not in sys.path:
-    sys.path.insert(0, REPO_ROOT)
-
-from tests.simulated import nvml  # noqa: E402
+from tests.simulated import nvml
 
 pytest.importorskip("pynvml")
 

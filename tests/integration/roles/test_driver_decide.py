@@ -12,20 +12,10 @@ simulated host, so every decision is made from facts the probe really produced.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-import sys
-
 import pytest
 
-from tests.simulated import nvml as simnvml
+from tests.helpers import BARE_PYTHON, DRIVER_H100 as H100, GPU0, GPU1, run_driver_role as run_plan
 from tests.simulated import sysfs as simsysfs
-from tests.unit.conftest import run_playbook
-
-PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "driver_role.yml")
-H100 = simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id="0000:3b:00.0")
-GPU0 = "0000:3b:00.0"
-GPU1 = "0000:4b:00.0"
-BARE_PYTHON = "/usr/bin/python3"  # a Python without nvidia-ml-py: the probe reports not_installed
 
 UBUNTU_2204 = {"distribution": "Ubuntu", "version": "22.04", "os_family": "Debian", "pkg_mgr": "apt",
                "kernel": "5.15.0-119-generic"}
@@ -103,29 +93,6 @@ FAILING = {
     "rocky_branch_999": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {"exo_driver_branch": 999},
                          dict(ROCKY_9, **METAL), None, "branch 999 is not one this role installs on Rocky 9"),
 }
-
-
-def _host(tmp, name, pci, nvml_config, role_vars, fake_facts, python, nvml_lib):
-    root = os.path.join(tmp, name)
-    simsysfs.write_tree(root, pci=pci)
-    host = {"exo_driver_probe_options": {"rootfs": root, "tinygrad": False, "timeout": 20},
-            "ansible_python_interpreter": python or sys.executable}
-    if nvml_config is not None:
-        config = simnvml.write_config(os.path.join(tmp, name + ".nvml.conf"), nvml_config["gpus"],
-                                      init_error=nvml_config.get("init_error"))
-        host["case_env"] = simnvml.environment(nvml_lib, config)
-    if fake_facts:
-        host["fake_facts"] = fake_facts
-    host.update(role_vars)
-    return host
-
-
-def run_plan(tmp, cases, nvml_lib, check=True):
-    inventory = {"all": {"vars": {"ansible_connection": "local", "exo_driver_plan_only": True,
-                                  "exo_driver_probe": "always"},
-                         "hosts": dict((name, _host(tmp, name, *spec[:5], nvml_lib=nvml_lib))
-                                       for name, spec in cases.items())}}
-    return run_playbook(tmp, inventory, PLAYBOOK, cases, check=check)
 
 
 @pytest.fixture(scope="module")

@@ -18,22 +18,9 @@ import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path[:0] = [p for p in (REPO, os.path.join(REPO, ".build", "collections")) if p not in sys.path]
-
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe  # noqa: E402
-from tests.simulated import hosts as simhosts  # noqa: E402
-from tests.simulated.hosts import uuid  # noqa: E402
-from tests.unit.conftest import run_playbook  # noqa: E402
-
-PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_tasks.yml")
-
-
-def tinygrad(version):
-    facts = tinygrad_probe.version_facts(version)
-    return {"installed": True, "version": version, "python": "/opt/exo/bin/python", "backend": None,
-            "reason": "simulated", "select_env": facts["select_env"],
-            "visible_devices_env": facts["visible_devices_env"], "guards": []}
+from tests.helpers import NODE_TASKS as PLAYBOOK, run_playbook, tinygrad_facts as tinygrad
+from tests.simulated import hosts as simhosts
+from tests.simulated.hosts import uuid
 
 
 def whole_role(**settings):

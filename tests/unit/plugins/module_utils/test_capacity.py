@@ -19,9 +19,9 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as plugin
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
+from tests.helpers import run_module
 from tests.simulated import hosts as simhosts
 from tests.simulated import nvml as simnvml
-from tests.unit.conftest import run_module
 
 MIB = 1024 * 1024
 FLEET = {

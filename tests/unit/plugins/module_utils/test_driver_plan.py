@@ -25,16 +25,13 @@ import yaml
 from ansible_collections.gpufleet.exo.plugins.filter.driver_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
 from ansible_collections.gpufleet.exo.plugins.modules import device_facts
+from tests.helpers import BARE_PYTHON, COLLECTIONS, DRIVER_H100 as H100, GPU0, GPU1, REAL_H100 as FIXTURES, REPO
+from tests.helpers import run_module
 from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs
-from tests.unit.conftest import COLLECTIONS, REPO, run_module
 
-REAL_H100 = os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")
+REAL_H100 = os.path.join(FIXTURES, "device_facts.json")
 ROLE = os.path.join(REPO, "roles", "driver")
-H100 = simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id="0000:3b:00.0")
-GPU0 = "0000:3b:00.0"
-GPU1 = "0000:4b:00.0"
-BARE_PYTHON = "/usr/bin/python3"  # a Python without nvidia-ml-py: the probe reports not_installed
 
 # name: (PCI devices, NVML config or None for no libnvidia-ml at all, Python running the probe)
 HOSTS = {

@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import services as driver_services
+from tests.helpers import run_module
 from tests.simulated import nvml as sim
 from tests.simulated import sysfs as simsysfs
 
@@ -42,7 +43,6 @@ def services(caps, distribution="Ubuntu", installed=None, units=UNITS, check_fab
 @pytest.fixture(scope="module")
 def hgx(tmp_path_factory, nvml_lib):
     """An HGX H100 host whose fabric is up, as the probe reports it."""
-    from tests.unit.conftest import run_module
     tmp = tmp_path_factory.mktemp("hgx")
     root = simsysfs.write_tree(str(tmp / "root"), pci=pci(SWITCHES), modules=("nvidia",))
     config = sim.write_config(str(tmp / "nvml.conf"), gpus((3, 0, 1)))

@@ -13,8 +13,8 @@ import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.exo_requirements import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements
+from tests.helpers import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as _handle:
     DEFAULTS = yaml.safe_load(_handle)
 TINYGRAD_GIT = "tinygrad @ git+https://github.com/tinygrad/tinygrad.git@ec120ce6b9ce8e4ff4b5692566a683ef240e8bc8"

@@ -14,9 +14,9 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import health
+from tests.helpers import REAL_H100
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-FIXTURES = os.path.join(REPO, "tests", "fixtures", "real-h100")
+FIXTURES = REAL_H100
 
 
 def raw(**changes):

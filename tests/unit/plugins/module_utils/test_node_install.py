@@ -17,8 +17,7 @@ import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
-from tests.unit.plugins.module_utils.test_node_plan import SETTINGS as PLAN_SETTINGS
-from tests.unit.conftest import REPO
+from tests.helpers import NODE_SETTINGS as PLAN_SETTINGS, REPO
 
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)

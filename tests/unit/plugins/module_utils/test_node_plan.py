@@ -17,22 +17,16 @@ import json
 import os
 
 import pytest
-import yaml
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
+from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, run_module, with_tinygrad
+from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused
 from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import bus, uuid
-from tests.unit.conftest import REPO, run_module
 
-REAL_H100 = os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")
-with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
-    DEFAULTS = yaml.safe_load(handle)
-SETTINGS = dict((name, DEFAULTS[name]) for name in settings.SETTINGS)
-SETTINGS.update(exo_node_id_prefix="h", exo_node_address="10.0.0.1", exo_node_cluster_hosts=["h"])
+REAL_H100 = os.path.join(FIXTURES, "device_facts.json")
 
 
 @pytest.fixture(scope="module")
@@ -46,35 +40,6 @@ def probed(tmp_path_factory, nvml_lib):
         assert run.facts is not None, run.result
         facts[name] = run.facts
     return facts
-
-
-def with_tinygrad(facts, version="0.10.0"):
-    facts = copy.deepcopy(facts)
-    table = tinygrad_probe.version_facts(version)
-    facts["tinygrad"] = {"installed": True, "version": version, "python": "/opt/exo/bin/python", "backend": None,
-                         "reason": "simulated", "select_env": table["select_env"],
-                         "visible_devices_env": table["visible_devices_env"], "guards": []}
-    return facts
-
-
-def plan(facts, version="0.10.0", existing=(), account=None, **settings):
-    return node_plan.plan(with_tinygrad(facts, version) if version else facts, dict(SETTINGS, **settings), "h",
-                          existing=existing, account=account, mig_minors_text=simhosts.MIG_MINORS)
-
-
-def ok(facts, **kwargs):
-    result = plan(facts, **kwargs)
-    assert result["errors"] == [], result["errors"]
-    return result
-
-
-def refused(facts, *parts, **kwargs):
-    result = plan(facts, **kwargs)
-    assert result["instances"] == [] or result["errors"], result
-    assert len(result["errors"]) == 1, result["errors"]
-    for part in ("host h",) + parts:
-        assert part in result["errors"][0], result["errors"][0]
-    return result["errors"][0]
 
 
 # ---- what is chosen -----------------------------------------------------------------------------

@@ -19,16 +19,14 @@ import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals as backend_check
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
+from tests.helpers import NODE_SETTINGS as SETTINGS, run_module
 from tests.simulated import hosts as simhosts
-from tests.unit.conftest import run_module
-from tests.unit.plugins.module_utils.test_node_plan import SETTINGS
-from tests.unit.plugins.module_utils.test_tinygrad_backends import exo_pin_python  # noqa: F401 pylint: disable=unused-import
 
 NO_CLANG = {"PATH": "/nonexistent"}
 
 
 @pytest.fixture
-def probe(tmp_path, nvml_lib, exo_pin_python):  # noqa: F811 pylint: disable=redefined-outer-name
+def probe(tmp_path, nvml_lib, exo_pin_python):
     """probe(host, settings, env) -> facts: device_facts as the role's facts.yml runs it."""
     def run(host, settings, env=None):
         environ, root = simhosts.write(str(tmp_path), host, nvml_lib)

@@ -11,14 +11,13 @@ import copy
 import pytest
 
 from tests.simulated import nvml as sim
-from tests.unit.plugins.module_utils.test_node_plan import ok, plan, refused
+from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused, run_module
 
 HEALTHY, DEGRADED, UNUSABLE = ("GPU-%08x-0000-0000-0000-000000000000" % n for n in range(3))
 
 
 @pytest.fixture(scope="module")
 def sick_host(tmp_path_factory, nvml_lib):
-    from tests.unit.conftest import run_module
     tmp = tmp_path_factory.mktemp("sick")
     gpus = [sim.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=HEALTHY, health=sim.HEALTHY_H100),
             sim.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=DEGRADED,

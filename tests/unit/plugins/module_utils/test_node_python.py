@@ -17,7 +17,7 @@ import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as node_python
-from tests.unit.conftest import REPO
+from tests.helpers import REPO
 
 FACTS = {
     "bookworm": {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12"},

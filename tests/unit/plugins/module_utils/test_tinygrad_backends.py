@@ -13,54 +13,18 @@ compile (CalledProcessError). The CPU checks run with PATH reduced to a folder w
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import glob
 import importlib.util
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
+from tests.helpers import run_module
 from tests.simulated import hosts as simhosts
-from tests.unit.conftest import REPO, run_module
 
-TIMEOUT = 300
 NO_CLANG = {"PATH": "/nonexistent"}
 EXO_PIN_CLANG_ERROR = {"type": "FileNotFoundError", "message": "[Errno 2] No such file or directory: 'clang'"}
-
-
-def _exo_pin_wheel(tmp):
-    found = glob.glob(os.path.join(REPO, ".build", "exo-wheelhouse", "wheelhouse*", "tinygrad-0.10.0-*.whl"))
-    if found:
-        return found[0]
-    sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
-    import exo_sources
-    try:
-        archive = exo_sources.archives(tmp)["tinygrad"]
-    except OSError as exc:
-        pytest.skip("exo's tinygrad is neither vendored nor in a wheelhouse here, and downloading it failed: %s" % exc)
-    # Any interpreter with setuptools builds it; tinygrad's setup.py needs nothing else.
-    for python in (sys.executable, "/usr/bin/python3"):
-        built = subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-index", "--no-build-isolation",
-                                "-w", tmp, archive], check=False, timeout=TIMEOUT)
-        if built.returncode == 0:
-            return glob.glob(os.path.join(tmp, "tinygrad-*.whl"))[0]
-    pytest.skip("no interpreter with setuptools to build exo's tinygrad from %s" % archive)
-
-
-@pytest.fixture(scope="session")
-def exo_pin_python(tmp_path_factory):
-    """A virtualenv with exo's tinygrad (ec120ce6b9ce, version 0.10.0) and nothing else."""
-    tmp = str(tmp_path_factory.mktemp("exo-pin"))
-    venv = os.path.join(tmp, "venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True, timeout=TIMEOUT)
-    python = os.path.join(venv, "bin", "python")
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", site,
-                    _exo_pin_wheel(tmp)], check=True, timeout=TIMEOUT)
-    return python
 
 
 def backends(tmp_path, python, names, env=None, **args):

@@ -18,22 +18,14 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad_child as tinygrad_child
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tp
+from tests.helpers import device_module, simulated_tinygrad
 
 TIMEOUT = 120  # generous: the host is shared; this only stops a hung child from hanging the suite
-
-
-@pytest.fixture(scope="session")
-def bare_python(tmp_path_factory):
-    """An interpreter without tinygrad: a fresh virtualenv of the one running the tests."""
-    venv = tmp_path_factory.mktemp("bare-venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=TIMEOUT)
-    return str(venv / "bin" / "python")
 
 
 def old_pythons():
@@ -56,28 +48,6 @@ def run_script(python, tmp_path, env=None, pythonpath=None, args=()):
         raise AssertionError("stdout is not one JSON object: %r (stderr %r)" % (text[:2000], proc.stderr[-2000:]))
     assert proc.returncode == 0 and isinstance(result, dict)
     return result
-
-
-def simulated_tinygrad(root, version, files):
-    """Write a simulated tinygrad package with `files` (path -> source) and its dist-info."""
-    files = dict(files)
-    files.setdefault("tinygrad/__init__.py", "")
-    files.setdefault("tinygrad/runtime/__init__.py", "")
-    for path, source in files.items():
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(textwrap.dedent(source))
-    if version is not None:
-        info = root / ("tinygrad-%s.dist-info" % version)
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tinygrad\nVersion: %s\n" % version)
-    return str(root)
-
-
-def device_module(default_body):
-    """A tinygrad/device.py whose Device.DEFAULT runs `default_body` (indented function body)."""
-    return ("import json, os\n\n\nclass _Device:\n    @property\n    def DEFAULT(self):\n"
-            + textwrap.indent(textwrap.dedent(default_body), "        ") + "\n\nDevice = _Device()\n")
 
 
 def can_probe_here():

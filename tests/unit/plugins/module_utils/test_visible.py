@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe._visible import resolve, cuda_order
+from tests.helpers import REAL_H100
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "real-h100")
+FIXTURES = REAL_H100
 with open(os.path.join(FIXTURES, "device_facts.json")) as handle:
     REAL_GPUS = json.load(handle)["gpus"]
 with open(os.path.join(FIXTURES, "cuda_visible_devices.json")) as handle:

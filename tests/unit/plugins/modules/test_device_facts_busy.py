@@ -17,9 +17,7 @@ import pytest
 
 from tests.simulated import hosts as simhosts
 from tests.simulated import sysfs as simsysfs
-from tests.unit.conftest import COLLECTIONS
-from tests.unit.plugins.module_utils.test_tinygrad_probe import bare_python  # noqa: F401 pylint: disable=unused-import
-from tests.unit.plugins.module_utils.test_tinygrad_probe import device_module, simulated_tinygrad
+from tests.helpers import COLLECTIONS, device_module, simulated_tinygrad
 
 # What tinygrad did on the real busy H100: no CUDA context, so OpenCL on the CPU (POCL).
 OPENS_CL = device_module("""

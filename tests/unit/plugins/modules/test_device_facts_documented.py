@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.modules import device_facts
+from tests.helpers import run_module
 from tests.simulated import hosts as simhosts
 from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs
-from tests.unit.conftest import run_module
 
 # Dicts keyed by data rather than by a fixed set of names: documented as a whole, their keys not
 # one by one (tinygrad stages, each tinygrad version's own variables, environments).

@@ -10,6 +10,7 @@ from importlib import metadata
 
 import pytest
 
+from tests.helpers import run_module
 from tests.simulated import nvml as sim
 from tests.simulated import sysfs as simsysfs
 
@@ -118,7 +119,6 @@ def test_simulated_unknown_init_error_without_the_kernel_module(simulated_host, 
 
 def test_library_not_found_on_this_machine(tmp_path):
     # No libnvidia-ml at all (this machine has none): nvidia-ml-py's own LibraryNotFound.
-    from tests.unit.conftest import run_module
     facts = run_module(tmp_path, {"tinygrad": False}).facts
     assert facts["nvml"]["status"] == "library_not_found" and "libnvidia-ml.so.1" in facts["nvml"]["message"]
     assert facts["backend"] == "cpu" and facts["fallback_reason"]
@@ -204,7 +204,6 @@ def test_simulated_hidden_gpus_fall_back_to_cpu_with_the_reason(simulated_host):
 
 
 def test_bad_arguments_fail_clearly(tmp_path):
-    from tests.unit.conftest import run_module
     run = run_module(tmp_path, {"timeout": 0})
     assert run.result["failed"] and "timeout" in run.result["msg"]
     run = run_module(tmp_path, {"rootfs": str(tmp_path / "missing")})

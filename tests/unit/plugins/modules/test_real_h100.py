@@ -36,10 +36,10 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as n
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _visible as visible
+from tests.helpers import REAL_H100, REPO, run_module
 from tests.simulated import hosts as simhosts
-from tests.unit.conftest import REPO, run_module
 
-FIXTURE = os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")
+FIXTURE = os.path.join(REAL_H100, "device_facts.json")
 with open(FIXTURE) as handle:
     REAL = json.load(handle)
 
