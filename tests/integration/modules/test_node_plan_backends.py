@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node planner refuses a forced tinygrad backend that does not open, from the facts the probe
 really reports: device_facts with the planner's backends, run with exo's tinygrad (ec120ce6b9ce)
-on simulated hosts (tests/simulated/hosts.py).
+on simulated hosts (tests/simulated/hosts.py). The planner on facts given as data:
+tests/unit/plugins/plugin_utils/node/test_backend_refusals.py.
 
 This machine's real case: exo's tinygrad's CPU backend is CLANG, and without clang (PATH without
 it here; a host without the package in the field) it raises the FileNotFoundError the real H100
@@ -17,7 +18,6 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals as backend_check
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from tests.helpers import NODE_SETTINGS as SETTINGS, run_module
 from tests.simulated import hosts as simhosts
@@ -37,15 +37,6 @@ def probe(tmp_path, nvml_lib, exo_pin_python):
         assert result.facts is not None, result.result
         return result.facts
     return run
-
-
-def test_the_planner_lists_what_the_role_may_force():
-    assert node_plan.plan(None, SETTINGS, "h")["backends"] == ["cpu"]
-    assert node_plan.plan(None, dict(SETTINGS, exo_node_tinygrad_backend="nv", exo_node_cpu_fallback=False),
-                          "h")["backends"] == ["nv"]
-    # Settings it refuses give no list, and the errors say why.
-    refused = node_plan.plan(None, dict(SETTINGS, exo_node_tinygrad_backend="vulkan"), "h")
-    assert refused["backends"] == [] and refused["errors"]
 
 
 def test_cpu_host_without_clang_is_refused_with_tinygrads_error(probe):
@@ -108,10 +99,3 @@ def test_the_dummy_engine_forces_no_tinygrad_backend(probe):
     result = node_plan.plan(facts, settings, "h")
     assert result["errors"] == [] and [i["name"] for i in result["instances"]] == ["cpu"]
     assert not any("tinygrad's" in w for w in result["warnings"])
-
-
-def test_facts_without_the_check_warn():
-    facts = {"tinygrad": {"version": "0.10.0", "python": "/opt/exo/bin/python"}}
-    errors, warnings = backend_check.refusals("h", facts, dict(SETTINGS, exo_node_tinygrad_backend="auto"),
-                                              [{"kind": "cpu", "name": "cpu"}])
-    assert errors == [] and "tinygrad's cpu backend, forced on instance cpu, was not checked" in warnings[0]

@@ -1,12 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The stages that read sysfs and procfs, over simulated trees."""
+"""The PCI stage, over simulated sysfs trees: display devices, their drivers, loaded modules."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _amd as amd
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _host as host
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import pci
 from tests.simulated import sysfs as sim
 
@@ -41,33 +39,3 @@ def test_pci_scan_of_a_host_without_sysfs_is_empty(tmp_path):
 def test_simulated_loaded_modules(tmp_path):
     sim.write_tree(str(tmp_path), modules=["nouveau"])
     assert pci.loaded_modules(str(tmp_path)) == ["nouveau"]
-
-
-def test_simulated_host_from_proc_and_sys(tmp_path):
-    sim.write_tree(str(tmp_path), numa=["0-7", "8-15"], cpu_model="Simulated EPYC", memory_kib=64 * 1024 * 1024)
-    facts = host.probe(str(tmp_path))
-    assert facts == {"cpu_model": "Simulated EPYC", "cpus": 16, "memory_mib": 65536,
-                     "numa_nodes": [{"node": 0, "cpu_list": "0-7"}, {"node": 1, "cpu_list": "8-15"}]}
-
-
-def test_live_host_is_read_too():
-    facts = host.probe("/")
-    assert facts["cpus"] >= 1 and facts["memory_mib"] > 0 and facts["numa_nodes"]
-
-
-def test_simulated_amd_vram_and_chip_from_sysfs(tmp_path):
-    sim.write_tree(str(tmp_path), pci=[sim.amd_gpu("0000:c1:00.0", vram_bytes=192 * 1024 ** 3)])
-    found = amd.gpus(pci.scan(str(tmp_path)), str(tmp_path))
-    assert len(found) == 1
-    assert found[0]["memory_mib"] == 192 * 1024 and found[0]["source"] == "sysfs"
-    assert found[0]["chip"] and "MI300X" in found[0]["chip"]
-
-
-def test_amd_names_from_a_library_win_over_sysfs(tmp_path):
-    sim.write_tree(str(tmp_path), pci=[sim.amd_gpu("0000:c1:00.0")])
-    found = amd.gpus(pci.scan(str(tmp_path)), str(tmp_path), {"0000:c1:00.0": "AMD Instinct MI300X"}, "amdsmi")
-    assert found[0]["name"] == "AMD Instinct MI300X" and found[0]["source"] == "amdsmi"
-
-
-def test_amd_library_stage_without_libraries():
-    assert amd.query_names() == {"library": None, "names": {}}
