@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fixtures of every suite: the simulated libnvidia-ml, a simulated host to run device_facts on, and
-interpreters with or without tinygrad. What they are built from is in tests/helpers.py."""
+"""The fixtures of every suite: the facts of the simulated hosts as recorded, the simulated libnvidia-ml, a
+simulated host to run device_facts on, and interpreters with or without tinygrad. What they are built from
+is in tests/helpers.py."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -13,11 +14,19 @@ import sys
 
 import pytest
 
-from tests.helpers import REPO, run_module
+from tests.helpers import REPO, recorded_facts, run_module
+from tests.simulated import hosts as simhosts
 from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs
 
 TIMEOUT = 300  # generous: the host is shared; this only stops a hung child from hanging the suite
+
+
+@pytest.fixture(scope="module")
+def probed():
+    """What device_facts reports on each simulated host of tests/simulated/hosts.py PROBED, by name, as recorded
+    in tests/fixtures/simulated (tests/integration/modules/test_simulated_facts.py keeps the recordings true)."""
+    return dict((name, recorded_facts(name)) for name in simhosts.PROBED)
 
 
 @pytest.fixture(scope="session")

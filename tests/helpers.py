@@ -12,8 +12,11 @@ __doc__ = """What the unit and the integration tests share; no test module impor
   examples), the roles' test playbooks over simulated hosts (run_driver_role, NODE_TASKS).
 - The EXAMPLES of a module or a filter, read in one place (examples).
 - Simulated tinygrad packages (simulated_tinygrad, device_module) and tinygrad's facts for a version.
+- The facts device_facts reports on the simulated hosts of tests/simulated/hosts.py PROBED, as the
+  planners' unit tests read them (recorded_facts, from tests/fixtures/simulated) and as the probe
+  gives them now (probe_simulated, normalized, comparable).
 - The node planner called as the role calls it (NODE_SETTINGS, plan_node and its ok and refused
-  forms), and the driver role's simulated GPU.
+  forms).
 
 The fixtures built on these (nvml_lib, simulated_host, bare_python, exo_pin_python) are in
 tests/conftest.py; the simulated hardware is in tests/simulated.
@@ -28,6 +31,7 @@ import sys
 import textwrap
 import time
 
+import ansible
 import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -176,12 +180,6 @@ def recap(proc, host):
 
 # ---- the driver role over simulated hosts -------------------------------------------------------
 
-GPU0 = "0000:3b:00.0"
-GPU1 = "0000:4b:00.0"
-DRIVER_H100 = simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id=GPU0)
-BARE_PYTHON = "/usr/bin/python3"  # a Python without nvidia-ml-py: the probe reports not_installed
-
-
 def _driver_host(tmp, name, pci, nvml_config, role_vars, fake_facts, python, nvml_lib):
     root = os.path.join(tmp, name)
     simsysfs.write_tree(root, pci=pci)
@@ -205,6 +203,70 @@ def run_driver_role(tmp, cases, nvml_lib, check=True):
                          "hosts": dict((name, _driver_host(tmp, name, *spec[:5], nvml_lib=nvml_lib))
                                        for name, spec in cases.items())}}
     return run_playbook(tmp, inventory, DRIVER_ROLE, cases, check=check)
+
+
+# ---- the facts of the simulated hosts, recorded and live ---------------------------------------
+
+SIMULATED_FACTS = os.path.join(FIXTURES, "simulated")
+# What the facts hold of the environment that runs the probe rather than of the host: the versions of the
+# libraries installed for its interpreter, that interpreter's path, how long each stage took.
+ENVIRONMENT = "<environment>"
+
+
+def probe_simulated(tmp_path, name, nvml_lib):
+    """device_facts on the simulated host `name` of tests/simulated/hosts.py PROBED, as the facts it reports."""
+    gpus, config, tree, python = simhosts.PROBED[name]
+    if tree is None:
+        env, root = simhosts.write(str(tmp_path), name, nvml_lib, gpus, config)
+    else:
+        root = str(tmp_path / name)
+        simsysfs.write_tree(root, **tree)
+        env = {} if gpus is None else simnvml.environment(
+            nvml_lib, simnvml.write_config(str(tmp_path / (name + ".nvml.conf")), gpus, **config))
+    if python:
+        # Ansible's module_utils alone, as Ansible ships them with a module, and not nvidia-ml-py
+        os.symlink(os.path.dirname(ansible.__file__), str(tmp_path / "ansible"))
+        env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), COLLECTIONS])
+    run = run_module(tmp_path, {"tinygrad": False, "rootfs": root, "timeout": 30}, env, python=python or sys.executable)
+    assert run.facts is not None, run.result
+    return run.facts
+
+
+def normalized(facts):
+    """The facts with what belongs to the environment that ran the probe written as ENVIRONMENT (the libraries'
+    versions, the interpreter of the tests) or 0.0 (timings_ms), as recorded."""
+    facts = copy.deepcopy(facts)
+    facts["timings_ms"] = dict((stage, 0.0) for stage in facts.get("timings_ms") or {})
+    facts["libraries"] = dict((name, None if version is None else ENVIRONMENT)
+                              for name, version in (facts.get("libraries") or {}).items())
+    if facts.get("nvml", {}).get("library_version") is not None:
+        facts["nvml"]["library_version"] = ENVIRONMENT
+    if facts.get("tinygrad", {}).get("python") == sys.executable:
+        facts["tinygrad"]["python"] = ENVIRONMENT
+    return facts
+
+
+def comparable(facts):
+    """The facts without what normalized() writes as ENVIRONMENT, which another machine may find otherwise."""
+    facts = copy.deepcopy(facts)
+    for section, key in (("timings_ms", None), ("libraries", None), ("nvml", "library_version"), ("tinygrad", "python")):
+        if key is None:
+            facts.pop(section, None)
+        else:
+            facts.get(section, {}).pop(key, None)
+    return facts
+
+
+def recorded_facts(name):
+    """What device_facts reported on the simulated host `name`, normalized, from tests/fixtures/simulated/<name>.json."""
+    with open(os.path.join(SIMULATED_FACTS, name + ".json")) as handle:
+        return json.load(handle)
+
+
+def record_facts(name, facts):
+    with open(os.path.join(SIMULATED_FACTS, name + ".json"), "w") as handle:
+        json.dump(normalized(facts), handle, indent=1, sort_keys=True)
+        handle.write("\n")
 
 
 # ---- tinygrad, simulated or as the probe's table describes it -----------------------------------

@@ -32,15 +32,12 @@ from tests.simulated import nvml as simnvml
 KEEP = os.path.join(REPO, ".build", "fleet-report")
 GPUS = {
     "h100x4": (simhosts.FOUR, {}),
-    "rtx": ([simnvml.gpu("NVIDIA GeForce RTX 3080", 10240, uuid=simhosts.uuid(0), pci_bus_id=simhosts.bus(0), minor=0,
-                         cc=(8, 6)),
-             simnvml.gpu("NVIDIA GeForce RTX 3090", 24576, uuid=simhosts.uuid(1), pci_bus_id=simhosts.bus(1), minor=1,
-                         cc=(8, 6))], {}),
+    "rtx": simhosts.FLEET_HOSTS["rtx"],
     "a100_mig": simhosts.HOSTS["mig"],
     "unknown": simhosts.HOSTS["unknown_part"],
     "no_gpu": (None, {}),
     "no_driver": simhosts.HOSTS["nvml_broken"],
-    "reboot": ([simhosts.h100(0)], {"init_error": "LIB_RM_VERSION_MISMATCH"}),
+    "reboot": simhosts.FLEET_HOSTS["reboot"],
 }
 
 

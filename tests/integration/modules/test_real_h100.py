@@ -29,14 +29,12 @@ import os
 from importlib import metadata
 
 import pytest
-import yaml
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import conclusions as decide
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _visible as visible
-from tests.helpers import REAL_H100, REPO, run_module
+from tests.helpers import NODE_SETTINGS, REAL_H100, run_module
 from tests.simulated import hosts as simhosts
 
 FIXTURE = os.path.join(REAL_H100, "device_facts.json")
@@ -138,10 +136,7 @@ def test_tinygrads_cuda_answer_gives_way_to_cudas_refusal():
 
 
 def test_the_node_planner_refuses_such_facts_and_says_what_to_do(named_twice):
-    with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
-        defaults = yaml.safe_load(handle)
-    settings = dict((name, defaults[name]) for name in node_settings.SETTINGS)
-    settings.update(exo_node_id_prefix="h", exo_node_address="10.0.0.1", exo_node_cluster_hosts=["h"])
+    settings = dict(NODE_SETTINGS)
     result = node_plan.plan(named_twice, settings, "h")
     assert result["instances"] == [] and len(result["errors"]) == 1
     message = result["errors"][0]

@@ -14,7 +14,8 @@ __metaclass__ = type
 
 import pytest
 
-from tests.helpers import BARE_PYTHON, DRIVER_H100 as H100, GPU0, GPU1, run_driver_role as run_plan
+from tests.helpers import run_driver_role as run_plan
+from tests.simulated.hosts import BARE_PYTHON, DRIVER_H100 as H100, GPU0, GPU1
 from tests.simulated import sysfs as simsysfs
 
 UBUNTU_2204 = {"distribution": "Ubuntu", "version": "22.04", "os_family": "Debian", "pkg_mgr": "apt",

@@ -6,9 +6,11 @@ __metaclass__ = type
 
 __doc__ = """The driver role's policy, called directly on the facts the probe really reports.
 
-The device facts come from gpufleet.exo.device_facts run on simulated hosts (a simulated /sys and the
-simulated libnvidia-ml under the real nvidia-ml-py, or no libnvidia-ml at all) and from the real H100
-of tests/fixtures/real-h100 (what the real host reported). The distribution facts are those ansible.builtin.setup reports on each
+The device facts are those gpufleet.exo.device_facts reports on simulated hosts (tests/simulated/hosts.py
+DRIVER_HOSTS: a simulated /sys and the simulated libnvidia-ml under the real nvidia-ml-py, or no
+libnvidia-ml at all), as recorded in tests/fixtures/simulated (the fixture probed;
+tests/integration/modules/test_simulated_facts.py keeps the recordings true), and from the real H100 of
+tests/fixtures/real-h100 (what the real host reported). The distribution facts are those ansible.builtin.setup reports on each
 distribution (stand-ins: this machine is one Debian 12 host). The settings are the role's variables
 as a user gives them, strings from -e included.
 """
@@ -16,41 +18,18 @@ as a user gives them, strings from -e included.
 import copy
 import json
 import os
-import sys
 
-import ansible
 import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.driver_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
 from ansible_collections.gpufleet.exo.plugins.modules import device_facts
-from tests.helpers import BARE_PYTHON, COLLECTIONS, DRIVER_H100 as H100, GPU0, GPU1, REAL_H100 as FIXTURES, REPO
-from tests.helpers import run_module
-from tests.simulated import nvml as simnvml
-from tests.simulated import sysfs as simsysfs
+from tests.helpers import REAL_H100 as FIXTURES, REPO
+from tests.simulated.hosts import GPU0, GPU1
 
 REAL_H100 = os.path.join(FIXTURES, "device_facts.json")
 ROLE = os.path.join(REPO, "roles", "driver")
-
-# name: (PCI devices, NVML config or None for no libnvidia-ml at all, Python running the probe)
-HOSTS = {
-    "no_gpu": ([], None, None),
-    "amd_only": ([simsysfs.amd_gpu("0000:c1:00.0")], None, None),
-    "no_driver": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, None),
-    "not_loaded": ([simsysfs.nvidia_gpu(GPU0, driver="none")], {"gpus": [], "init_error": "DRIVER_NOT_LOADED"}, None),
-    "nouveau": ([simsysfs.nvidia_gpu(GPU0, driver="nouveau")], None, None),
-    "mismatch": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [], "init_error": "LIB_RM_VERSION_MISMATCH"},
-                 None),
-    "healthy": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [H100]}, None),
-    "passthrough": ([simsysfs.nvidia_gpu(GPU0, driver="vfio-pci"), simsysfs.nvidia_gpu(GPU1, driver="vfio-pci")],
-                    None, None),
-    "half_passthrough": ([simsysfs.nvidia_gpu(GPU0, driver="vfio-pci"), simsysfs.nvidia_gpu(GPU1, driver="none")],
-                         None, None),
-    "gpu_lost": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [], "init_error": "GPU_IS_LOST"}, None),
-    "bound_no_pynvml": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], None, BARE_PYTHON),
-    "unbound_no_pynvml": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, BARE_PYTHON),
-}
 
 # What ansible.builtin.setup reports (gather_subset min, virtual) on each distribution.
 METAL = {"virtualization_type": "", "virtualization_role": ""}
@@ -72,29 +51,6 @@ ARCH = dict(METAL, distribution="Archlinux", distribution_version="rolling", dis
 
 with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
     ROLE_DEFAULTS = yaml.safe_load(handle)
-
-
-@pytest.fixture(scope="module")
-def probed(tmp_path_factory, nvml_lib):
-    """The device facts of every simulated host, as the probe reports them."""
-    facts = {}
-    for name, (pci, nvml_config, python) in HOSTS.items():
-        tmp = tmp_path_factory.mktemp(name)
-        root = str(tmp / "root")
-        simsysfs.write_tree(root, pci=pci)
-        env = {}
-        if python:
-            # Ansible's module_utils alone, as Ansible ships them with a module, and not nvidia-ml-py
-            os.symlink(os.path.dirname(ansible.__file__), str(tmp / "ansible"))
-            env["PYTHONPATH"] = os.pathsep.join([str(tmp), COLLECTIONS])
-        if nvml_config is not None:
-            config = simnvml.write_config(str(tmp / "nvml.conf"), nvml_config["gpus"],
-                                          init_error=nvml_config.get("init_error"))
-            env = simnvml.environment(nvml_lib, config)
-        run = run_module(tmp, {"tinygrad": False, "rootfs": root, "timeout": 30}, env, python=python or sys.executable)
-        assert run.facts is not None, run.result
-        facts[name] = run.facts
-    return facts
 
 
 def host_facts(caps, distribution=None):

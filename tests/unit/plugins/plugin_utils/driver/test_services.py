@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The driver role's services over simulated hosts: the probe's facts (simulated sysfs with NVSwitch
-devices, the simulated libnvidia-ml with each GPU's fabric state) under each distribution, with and
+devices, the simulated libnvidia-ml with each GPU's fabric state: the hosts hgx* and two_h100 of
+tests/simulated/hosts.py, as recorded in tests/fixtures/simulated) under each distribution, with and
 without a fabric manager of the driver's version installed."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -11,27 +12,10 @@ import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import services as driver_services
-from tests.helpers import run_module
-from tests.simulated import nvml as sim
-from tests.simulated import sysfs as simsysfs
+from tests.simulated.hosts import NVSWITCHES as SWITCHES
 
 DRIVER = "550.54.15"  # what the simulated NVML reports
 UNITS = ("nvidia-persistenced.service",)
-SWITCHES = ("0000:05:00.0", "0000:06:00.0")
-
-
-def gpus(fabric):
-    return [sim.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id="0000:%02x:00.0" % (0x18 + 0x10 * i),
-                    health=dict(sim.HEALTHY_H100, fabric=fabric)) for i in range(2)]
-
-
-def pci(switches):
-    return ([simsysfs.nvidia_gpu("0000:%02x:00.0" % (0x18 + 0x10 * i)) for i in range(2)]
-            + [simsysfs.nvswitch(bus_id) for bus_id in switches])
-
-
-def probe(simulated_host, fabric=(3, 0, 1), switches=SWITCHES, **config):
-    return simulated_host(gpus(fabric), pci=pci(switches), modules=("nvidia",), **config).facts
 
 
 def services(caps, distribution="Ubuntu", installed=None, units=UNITS, check_fabric=False, **settings):
@@ -41,12 +25,9 @@ def services(caps, distribution="Ubuntu", installed=None, units=UNITS, check_fab
 
 
 @pytest.fixture(scope="module")
-def hgx(tmp_path_factory, nvml_lib):
+def hgx(probed):
     """An HGX H100 host whose fabric is up, as the probe reports it."""
-    tmp = tmp_path_factory.mktemp("hgx")
-    root = simsysfs.write_tree(str(tmp / "root"), pci=pci(SWITCHES), modules=("nvidia",))
-    config = sim.write_config(str(tmp / "nvml.conf"), gpus((3, 0, 1)))
-    return run_module(tmp, {"tinygrad": False, "rootfs": root}, sim.environment(nvml_lib, config)).facts
+    return probed["hgx"]
 
 
 def test_the_probe_lists_nvswitch_devices_and_not_as_gpus(hgx):
@@ -102,15 +83,15 @@ def test_fabric_manager_left_to_the_user(hgx):
     assert [s["name"] for s in result["services"]] == ["nvidia-persistenced"]
 
 
-def test_without_nvswitch_no_fabric_manager(simulated_host):
-    caps = probe(simulated_host, fabric=(0, 0, 0), switches=[])
+def test_without_nvswitch_no_fabric_manager(probed):
+    caps = probed["two_h100"]
     result = services(caps)
     assert caps["nvswitches"] == [] and result["fabric_manager"] is None and result["install"] is None
     assert result["services"] == [{"name": "nvidia-persistenced", "start": True}] and result["notes"] == []
 
 
-def test_driver_not_loaded_waits_for_the_next_run(simulated_host):
-    caps = probe(simulated_host, init_error="DRIVER_NOT_LOADED")
+def test_driver_not_loaded_waits_for_the_next_run(probed):
+    caps = probed["hgx_driver_not_loaded"]
     result = services(caps)
     assert result["install"] is None and result["errors"] == []
     assert "once the NVIDIA driver is loaded" in result["notes"][0]
@@ -123,14 +104,14 @@ def test_driver_not_loaded_waits_for_the_next_run(simulated_host):
     (UNITS, False, []),
     (UNITS, True, ["nvidia-persistenced"]),
 ])
-def test_persistenced_wherever_its_unit_is(simulated_host, units, persistenced, expected):
-    caps = probe(simulated_host, fabric=(0, 0, 0), switches=[])
+def test_persistenced_wherever_its_unit_is(probed, units, persistenced, expected):
+    caps = probed["two_h100"]
     result = services(caps, units=units, exo_driver_persistenced=persistenced)
     assert [s["name"] for s in result["services"]] == expected
 
 
-def test_a_fabric_that_did_not_come_up_is_a_clear_error(simulated_host):
-    caps = probe(simulated_host, fabric=(2, 0, 0))
+def test_a_fabric_that_did_not_come_up_is_a_clear_error(probed):
+    caps = probed["hgx_fabric_down"]
     installed = {"nvidia-fabricmanager-550": DRIVER}
     assert services(caps, installed=installed)["errors"] == []   # not checked before the fabric manager runs
     errors = services(caps, installed=installed, check_fabric=True)["errors"]

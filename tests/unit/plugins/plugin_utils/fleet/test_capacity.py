@@ -6,9 +6,9 @@ __metaclass__ = type
 
 __doc__ = """What the fleet can serve (module_utils/capacity.py), through the filter fleet_capacity.
 
-The facts come from gpufleet.exo.device_facts run on simulated hosts (tests/simulated/hosts.py: the
-simulated libnvidia-ml under the real nvidia-ml-py, simulated /sys); the instances from the node
-planner with the role's defaults. exo's partitioning itself is checked against real exo in
+The facts are those gpufleet.exo.device_facts reports on simulated hosts (tests/simulated/hosts.py: the
+simulated libnvidia-ml under the real nvidia-ml-py, simulated /sys), as recorded in
+tests/fixtures/simulated; the instances from the node planner with the role's defaults. exo's partitioning itself is checked against real exo in
 tests/integration/test_capacity_exo.py.
 """
 
@@ -19,36 +19,16 @@ import pytest
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as plugin
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
-from tests.helpers import run_module
 from tests.simulated import hosts as simhosts
-from tests.simulated import nvml as simnvml
 
 MIB = 1024 * 1024
-FLEET = {
-    "four": None,
-    "mig": None,
-    "cpu_only": None,
-    "nvml_broken": None,
-    "rtx": ([simnvml.gpu("NVIDIA GeForce RTX 3080", 10240, uuid=simhosts.uuid(0), pci_bus_id=simhosts.bus(0), minor=0,
-                         cc=(8, 6)),
-             simnvml.gpu("NVIDIA GeForce RTX 3090", 24576, uuid=simhosts.uuid(1), pci_bus_id=simhosts.bus(1), minor=1,
-                         cc=(8, 6))], {}),
-    "reboot": ([simhosts.h100(0)], {"init_error": "LIB_RM_VERSION_MISMATCH"}),
-}
+FLEET = ("four", "mig", "cpu_only", "nvml_broken", "rtx", "reboot")
 
 
 @pytest.fixture(scope="module")
-def facts(tmp_path_factory, nvml_lib):
+def facts(probed):
     """Each simulated host's device_capabilities, as the probe reports them."""
-    found = {}
-    for name, spec in FLEET.items():
-        tmp = tmp_path_factory.mktemp(name)
-        gpus, config = spec or (None, None)
-        env, root = simhosts.write(str(tmp), name, nvml_lib, gpus, config)
-        run = run_module(tmp, {"tinygrad": False, "rootfs": root, "timeout": 30}, env)
-        assert run.facts is not None, run.result
-        found[name] = run.facts
-    return found
+    return dict((name, probed[name]) for name in FLEET)
 
 
 def fleet(facts, hosts, headroom=capacity.HEADROOM, **variables):

@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The node planner on sick GPUs: facts from the probe over the simulated libnvidia-ml (a healthy,
-a degraded and an unusable H100), planned with each exo_node_gpu_health."""
+"""The node planner on sick GPUs: the facts the probe reports over the simulated libnvidia-ml on the
+simulated host sick (tests/simulated/hosts.py: a healthy, a degraded and an unusable H100), as
+recorded, planned with each exo_node_gpu_health."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -10,22 +11,15 @@ import copy
 
 import pytest
 
-from tests.simulated import nvml as sim
-from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused, run_module
+from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused
+from tests.simulated import hosts as simhosts
 
-HEALTHY, DEGRADED, UNUSABLE = ("GPU-%08x-0000-0000-0000-000000000000" % n for n in range(3))
+HEALTHY, DEGRADED, UNUSABLE = simhosts.SICK_UUIDS
 
 
 @pytest.fixture(scope="module")
-def sick_host(tmp_path_factory, nvml_lib):
-    tmp = tmp_path_factory.mktemp("sick")
-    gpus = [sim.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=HEALTHY, health=sim.HEALTHY_H100),
-            sim.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=DEGRADED,
-                    health=dict(sim.HEALTHY_H100, pcie=(5, 5, 4, 16))),
-            sim.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=UNUSABLE,
-                    health=dict(sim.HEALTHY_H100, remapped_rows=(0, 9, 0, 1)))]
-    config = sim.write_config(str(tmp / "nvml.conf"), gpus)
-    facts = run_module(tmp, {"tinygrad": False}, sim.environment(nvml_lib, config)).facts
+def sick_host(probed):
+    facts = probed["sick"]
     assert [g["health"]["verdict"] for g in facts["gpus"]] == ["ok", "degraded", "unusable"]
     return facts
 

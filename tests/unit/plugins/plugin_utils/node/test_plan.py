@@ -6,9 +6,10 @@ __metaclass__ = type
 
 __doc__ = """The node role's planner, called directly on the facts the probe really reports.
 
-The facts come from gpufleet.exo.device_facts run on simulated hosts (tests/simulated/hosts.py:
-the simulated libnvidia-ml under the real nvidia-ml-py, simulated /sys) and from the real H100 of
-tests/fixtures/real-h100 (what the real host reported). tinygrad's part comes from the probe's own table for the version a test
+The facts are those gpufleet.exo.device_facts reports on simulated hosts (tests/simulated/hosts.py:
+the simulated libnvidia-ml under the real nvidia-ml-py, simulated /sys), as recorded in
+tests/fixtures/simulated (the fixture probed; tests/integration/modules/test_simulated_facts.py keeps
+the recordings true), and from the real H100 of tests/fixtures/real-h100 (what the real host reported). tinygrad's part comes from the probe's own table for the version a test
 names. The settings start from the role's defaults, as Ansible would give them.
 """
 
@@ -21,25 +22,11 @@ import pytest
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome
-from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, run_module, with_tinygrad
+from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, with_tinygrad
 from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused
-from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import bus, uuid
 
 REAL_H100 = os.path.join(FIXTURES, "device_facts.json")
-
-
-@pytest.fixture(scope="module")
-def probed(tmp_path_factory, nvml_lib):
-    """The facts of every simulated host, as the probe reports them."""
-    facts = {}
-    for name in simhosts.HOSTS:
-        tmp = tmp_path_factory.mktemp(name)
-        env, root = simhosts.write(str(tmp), name, nvml_lib)
-        run = run_module(tmp, {"tinygrad": False, "rootfs": root, "timeout": 30}, env)
-        assert run.facts is not None, run.result
-        facts[name] = run.facts
-    return facts
 
 
 # ---- what is chosen -----------------------------------------------------------------------------
