@@ -9,8 +9,12 @@ __doc__ = """The node role's planner, called directly on the facts the probe rea
 The facts are those gpufleet.exo.device_facts reports on simulated hosts (tests/simulated/hosts.py:
 the simulated libnvidia-ml under the real nvidia-ml-py, simulated /sys), as recorded in
 tests/fixtures/simulated (the fixture probed; tests/integration/modules/test_simulated_facts.py keeps
-the recordings true), and from the real H100 of tests/fixtures/real-h100 (what the real host reported). tinygrad's part comes from the probe's own table for the version a test
-names. The settings start from the role's defaults, as Ansible would give them.
+the recordings true), and from the real H100 of tests/fixtures/real-h100 (what the real host reported).
+tinygrad's part comes from the probe's own table for the version a test names. The settings start from
+the role's defaults, as Ansible would give them.
+
+Which GPU gets an instance: test_gpu_choice.py; the cluster: test_cluster.py; what a run found:
+test_outcome.py, beside this file.
 """
 
 import copy
@@ -20,11 +24,9 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome
 from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, with_tinygrad
 from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused
-from tests.simulated.hosts import bus, uuid
+from tests.simulated.hosts import uuid
 
 REAL_H100 = os.path.join(FIXTURES, "device_facts.json")
 
@@ -99,29 +101,6 @@ def test_real_h100_plans_one_pinned_instance_advertising_the_probes_figures():
     assert instance["capabilities"] == facts["exo"]
 
 
-@pytest.mark.parametrize("listed", [
-    [uuid(3).lower(), 1, "00000000:18:00.0"],   # UUID in any case, index, NVML's bus id form
-    [bus(3), "1", "18:00.0"],                    # sysfs bus id, index as text, short bus id
-    "%s, 1,0" % uuid(3),                         # -e exo_node_gpus=...: a comma-separated string
-    '["%s", 1, 0]' % uuid(3),                    # -e with a JSON list
-])
-def test_explicit_list_keeps_nvml_order(probed, listed):
-    result = ok(probed["four"], exo_node_gpus=listed)["instances"]
-    assert [i["name"] for i in result] == [uuid(0), uuid(1), uuid(3)]
-    assert [i["slot"] for i in result] == [0, 1, 2]
-
-
-def test_a_string_is_never_read_character_by_character(probed):
-    # -e exo_node_gpus=13 names GPU 13, not GPUs 1 and 3.
-    refused(probed["four"], "exo_node_gpus entry '13' matches no GPU here", uuid(0), exo_node_gpus="13")
-    assert [i["name"] for i in ok(probed["four"], exo_node_gpus="1")["instances"]] == [uuid(1)]
-
-
-def test_minimum_memory(probed):
-    assert [i["name"] for i in ok(probed["t4_and_h100"], exo_node_min_memory_mib=20000)["instances"]] == [uuid(1)]
-    assert [i["name"] for i in ok(probed["t4_and_h100"], exo_node_min_memory_mib="20000")["instances"]] == [uuid(1)]
-
-
 def test_mig_devices_as_their_own_nodes(probed):
     result = ok(probed["mig"], exo_node_mig=True)["instances"]
     assert [(i["kind"], i["name"]) for i in result] == [
@@ -135,12 +114,6 @@ def test_mig_devices_as_their_own_nodes(probed):
     assert result[1]["devices"][-2:] == ["/dev/nvidia-caps/nvidia-cap81 r", "/dev/nvidia-caps/nvidia-cap82 r"]
 
 
-def test_mig_gpu_without_mig_falls_back_with_the_reason(probed):
-    result = ok(probed["mig"])
-    assert [i["kind"] for i in result["instances"]] == ["cpu"]
-    assert "MIG mode is on; set exo_node_mig: true" in result["cpu_reason"]
-
-
 def test_cpu_instance_without_nvml(probed):
     assert probed["cpu_only"]["nvml"]["status"] == "library_not_found"
     result = ok(probed["cpu_only"])
@@ -152,18 +125,6 @@ def test_cpu_instance_without_nvml(probed):
     assert cpu["env"]["CLANG"] == "1" and cpu["env"]["CUDA_VISIBLE_DEVICES"] == ""
     assert ok(probed["cpu_only"], version="0.14.0")["instances"][0]["env"]["DEV"] == "CPU"
     assert cpu["capabilities"]["model"] == "Linux Box (CPU)" and cpu["capabilities"]["memory"] == 16384
-
-
-def test_broken_nvml_falls_back_with_the_probes_reason(probed):
-    result = ok(probed["nvml_broken"])
-    assert [i["kind"] for i in result["instances"]] == ["cpu"]
-    assert "NVML: driver_not_loaded" in result["cpu_reason"]
-
-
-def test_gpu_list_ignored_on_a_cpu_host_with_fallback(probed):
-    result = ok(probed["cpu_only"], exo_node_gpus=[0])
-    assert [i["kind"] for i in result["instances"]] == ["cpu"]
-    assert "exo_node_gpus asks for 0 but this host has no GPU" in result["cpu_reason"]
 
 
 def test_forced_backends_use_the_versions_variables(probed):
@@ -199,29 +160,6 @@ def test_shared_home(probed):
 
 
 # ---- what is refused: requests this host cannot meet --------------------------------------------
-
-def test_unknown_uuid_lists_the_hosts_gpus(probed):
-    refused(probed["one"], "GPU-00000000-dead-beef-0000-000000000000", "matches no GPU", uuid(0),
-            exo_node_gpus=["GPU-00000000-dead-beef-0000-000000000000"])
-
-
-def test_unknown_index(probed):
-    refused(probed["two"], "exo_node_gpus entry '5'", exo_node_gpus=[5])
-
-
-def test_no_gpu_and_no_fallback(probed):
-    refused(probed["cpu_only"], "has no usable GPU", "library_not_found", "exo_node_cpu_fallback is false",
-            exo_node_gpus=[0], exo_node_cpu_fallback=False)
-
-
-def test_mig_device_without_mig(probed):
-    refused(probed["mig"], "is a MIG device; set exo_node_mig", exo_node_gpus=["MIG-aaaaaaaa-0000-0000-0000-000000000002"])
-
-
-def test_listed_gpu_below_the_minimum(probed):
-    refused(probed["t4_and_h100"], "15360 MiB, below exo_node_min_memory_mib 20000", exo_node_gpus=[0],
-            exo_node_min_memory_mib=20000)
-
 
 def test_ports_collide(probed):
     errors = plan(probed["four"], exo_node_api_port=50053)["errors"]
@@ -366,91 +304,6 @@ def test_the_cpu_node_gives_way_to_gpu_nodes(probed):
     assert ok(probed["one"], existing=["cpu"])["removed"] == ["cpu"]
 
 
-# ---- the cluster --------------------------------------------------------------------------------
-
-def test_cluster_peers_and_node_ids_used_twice(probed):
-    mine = ok(probed["one"])["instances"]
-    theirs = ok(probed["two"], exo_node_address="10.0.0.2")["instances"]
-    peers, errors = cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": theirs})
-    assert errors == ["host h: node id h-%s is also used by g; give each host its own exo_node_id_prefix (now h)"
-                      % uuid(0)]
-    assert sorted(peers) == ["h-" + uuid(0), "h-" + uuid(1)]
-    assert peers["h-" + uuid(1)] == {"address": "10.0.0.2", "port": 50052,
-                                     "device_capabilities": theirs[1]["capabilities"]}
-
-
-def test_cluster_hosts_must_be_in_the_inventory(probed):
-    mine = ok(probed["one"])["instances"]
-    peers, errors = cluster.cluster("h", mine, "h,gpu99", ["h"], {})
-    assert errors == ["host h: exo_node_cluster_hosts names \"gpu99\", not in the inventory; list inventory hosts "
-                      "(or a group: \"{{ groups['name'] }}\")"]
-    assert list(peers) == ["h-" + uuid(0)]
-
-
 def test_existing_instances_are_read_from_their_env_files(probed):
     result = ok(probed["four"], existing=["/etc/exo/instances/%s.env" % uuid(0), "/etc/exo/instances/cpu.env"])
     assert result["existing"] == [uuid(0), "cpu"] and result["removed"] == ["cpu"]
-
-
-# ---- what a run found ---------------------------------------------------------------------------
-# The registered results below have the shape Ansible gives a loop over the plan's instances.
-
-def loop(instances, **by_name):
-    """A registered loop: one result per instance, with the fields given for it by name."""
-    return {"results": [dict(by_name.get(i["name"], {}), item=i) for i in instances]}
-
-
-def test_only_changed_instances_that_ran_before_restart(probed):
-    instances = ok(probed["four"])["instances"]
-    envs = loop(instances, **{uuid(1): {"changed": True}, uuid(3): {"changed": True}})
-    dropins = loop(instances, **{uuid(2): {"changed": True}})
-    before = [uuid(1), uuid(2)]  # GPU 3's instance is new: started, not restarted
-    assert outcome.restarts(instances, before, [envs, dropins]) == [uuid(1), uuid(2)]
-    assert outcome.restarts(instances, before, [loop(instances), loop(instances)]) == []
-
-
-def test_a_new_unit_or_exo_restarts_every_instance_that_ran_before(probed):
-    instances = ok(probed["four"])["instances"]
-    before = [uuid(n) for n in range(4)]
-    assert outcome.restarts(instances, before, [loop(instances)], all_changed=True) == before
-
-
-def test_an_instance_older_than_its_files_restarts(probed):
-    # A run that stopped before its handlers left exo@GPU-1 running on settings older than its files.
-    instances = ok(probed["two"])["instances"]
-    started = loop(instances, **{uuid(0): {"stdout": "@1700000100"}, uuid(1): {"stdout": "@1700000100"}})
-    mtimes = loop(instances, **{uuid(0): {"stdout_lines": ["1700000000", "1700000050"]},
-                                uuid(1): {"stdout_lines": ["1700000000", "1700000200"]}})
-    assert outcome.restarts(instances, [], [], started=started, mtimes=mtimes) == [uuid(1)]
-    # Never started (systemd says nothing or "n/a"), or its files could not be read: no restart.
-    started = loop(instances, **{uuid(0): {"stdout": ""}, uuid(1): {"stdout": "n/a"}})
-    assert outcome.restarts(instances, [], [], started=started, mtimes=mtimes) == []
-    started = loop(instances, **{uuid(1): {"stdout": "@1700000100"}})
-    assert outcome.restarts(instances, [], [], started=started, mtimes=loop(instances)) == []
-
-
-def test_exposure_figures_from_systemd_analyze(probed):
-    instances = ok(probed["two"])["instances"]
-    security = loop(instances, **{
-        uuid(0): {"stdout": "  NAME  DESCRIPTION  EXPOSURE\n→ Overall exposure level for exo@%s.service: 1.6 OK :-)"
-                            % uuid(0)},
-        uuid(1): {"stdout": "", "stderr": "Failed to open unit"}})
-    assert outcome.exposures(security) == {uuid(0): "1.6"}
-    # Check mode skips the loop: a skipped result has no results.
-    assert outcome.exposures({"skipped": True, "changed": False}) == {}
-
-
-def test_missing_device_nodes_and_what_nvidia_modprobe_said(probed):
-    stats = {"results": [{"item": "/dev/nvidia0", "stat": {"exists": True}},
-                         {"item": "/dev/nvidia-uvm", "stat": {"exists": False}},
-                         {"item": "/dev/nvidia-uvm-tools", "stat": {"exists": False}}]}
-    found = outcome.outcome([], "h", device_stats=stats, modprobe={"rc": 1, "stderr": "no such module"})
-    assert found["missing_devices"] == ["/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"] and found["modprobe_needed"]
-    assert found["devices_note"] == ("host h: /dev/nvidia-uvm, /dev/nvidia-uvm-tools missing (nvidia-modprobe: "
-                                     "no such module); DeviceAllow= lines for them take effect only once they "
-                                     "exist and the instance restarts")
-    skipped = outcome.outcome([], "h", device_stats=stats, modprobe={"skipped": True})
-    assert "missing; DeviceAllow=" in skipped["devices_note"]
-    stats["results"][1:] = []
-    assert outcome.outcome([], "h", device_stats=stats) == {
-        "missing_devices": [], "modprobe_needed": False, "devices_note": None, "exposure": {}, "restart": []}
