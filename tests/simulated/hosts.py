@@ -58,8 +58,8 @@ HOSTS = {
     "busy": ([h100(0, memory_used_mib=81496, processes=[(4242, 81016)]), h100(1, memory_used_mib=480)], {}),
 }
 
-# The real host of tests/fixtures/real-h100 (nvidia-smi -q, nvidia-smi --query-gpu and its sysfs in
-# host.txt there): one H100 at 0000:00:06.0 in a Firecracker VM, driver 580.159.04, CUDA 13.0.
+# The real host of tests/fixtures/real-h100 (as nvidia-smi -q, nvidia-smi --query-gpu and its sysfs showed
+# it; that record, host.txt, is not in this repository: it holds the GPU's serial number): one H100 at 0000:00:06.0 in a Firecracker VM, driver 580.159.04, CUDA 13.0.
 # NVML gives no NUMA node for it (NOT_SUPPORTED here) and MIG is supported but off. Its health
 # answers are those of health.json there: ECC on without errors, no remapped rows, persistence on,
 # default compute mode, PCIe 5 x16 of 5 x16, 35 C, clocks idle; retired pages and the fabric not

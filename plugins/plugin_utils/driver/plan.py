@@ -57,7 +57,7 @@ URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+:~=*-]*$")
 
 # The role's variables as (name, kind, rule, default), in the order of defaults/main.yml, which
-# holds the same defaults (tests/unit/plugins/module_utils/test_driver_plan.py keeps them in step).
+# holds the same defaults (tests/unit/plugins/plugin_utils/driver/test_plan.py keeps them in step).
 SETTINGS = (
     ("exo_driver_branch", "branch", None, None),
     ("exo_driver_allow_upgrade", "bool", None, False),

@@ -4,9 +4,9 @@
 """Busy GPUs: device_facts over the simulated libnvidia-ml (memory in use, compute processes) under
 the real nvidia-ml-py, with a simulated tinygrad that marks every device open.
 
-The numbers are those of the real H100 (tests/fixtures/real-h100/ and ../shared/fixtures/real-h100/
-busy_gpu.txt): idle, NVML reports 480 MiB used; with another process holding the GPU, 63 MiB free,
-tinygrad 0.14 got no CUDA context and fell to OpenCL, and the probe reported a CPU host.
+The numbers are those of the real H100 (tests/fixtures/real-h100/busy_gpu.txt): idle, NVML reports
+480 MiB used; with another process holding the GPU, 63 MiB free, tinygrad 0.14 got no CUDA context
+and fell to OpenCL, and the probe reported a CPU host.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

@@ -6,7 +6,7 @@ one-element kernel, for tinygrad 0.14 (this interpreter's) and exo's pin ec120ce
 installed from the wheel the node role's wheelhouse builds, else from the vendored archive).
 
 Where this machine can show it, the answers are those the real H100 gave
-(../shared/fixtures/real-h100/tinygrad_backends.txt): exo's tinygrad under CLANG=1 without clang
+(tests/fixtures/real-h100/tinygrad_backends.txt): exo's tinygrad under CLANG=1 without clang
 raises FileNotFoundError for 'clang'; tinygrad 0.14 under DEV=CPU with CC naming gcc fails to
 compile (CalledProcessError). The CPU checks run with PATH reduced to a folder without clang.
 """

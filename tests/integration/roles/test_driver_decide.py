@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The driver role's decision table and per-distribution plans, through ansible-playbook over simulated hosts.
 
-The policy itself is tested in tests/unit/plugins/module_utils/test_driver_plan.py; here each case is a
+The policy itself is tested in tests/unit/plugins/plugin_utils/driver/test_plan.py; here each case is a
 simulated host (a sysfs tree and a simulated libnvidia-ml, or none), an inventory host on a local
 connection. One ansible-playbook run in check mode runs the role (driver_role.yml beside this file) with
 exo_driver_plan_only over all of them: the role runs gpufleet.exo.device_facts itself against the

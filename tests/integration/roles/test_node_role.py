@@ -6,7 +6,7 @@ __metaclass__ = type
 
 __doc__ = """The node role's wiring, through ansible-playbook over simulated hosts.
 
-The policy itself is tested in tests/unit/plugins/module_utils/test_node_plan.py; here each case is
+The policy itself is tested in tests/unit/plugins/plugin_utils/node/; here each case is
 a simulated host (tests/simulated/hosts.py), an inventory host on a local connection, probed by the
 real gpufleet.exo.device_facts, and one ansible-playbook run (node_tasks.yml beside this file) runs
 the role's planning tasks, its preflight, or the whole role on it. The whole-role refusals run

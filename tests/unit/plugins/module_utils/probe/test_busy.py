@@ -16,7 +16,7 @@ def gpu(used, free, processes=(), index=0):
             "processes": None if processes is None else [{"pid": p, "used_memory_mib": m} for p, m in processes]}
 
 
-# The real H100 (tests/fixtures/real-h100, health.json and busy_gpu.txt of ../shared/fixtures):
+# The real H100 (tests/fixtures/real-h100: health.json and busy_gpu.txt):
 # idle, NVML said 480 MiB used and 81079 free with no process; held by another process, nvidia-smi
 # said 81017 used and 63 free (the probe reported a CPU host), then 80057 used and 1023 free.
 @pytest.mark.parametrize("entry, phrases", [

@@ -4,7 +4,7 @@
 """tinygrad_child.py as a file: imported, it does nothing; read from a zip archive the way Ansible
 ships module_utils, it is what tinygrad_probe hands to the child interpreter.
 
-What the child program does when run is tested in test_tinygrad_probe.py.
+What the child program does when run is tested in test_tinygrad.py.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

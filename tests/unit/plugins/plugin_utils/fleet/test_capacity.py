@@ -4,7 +4,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-__doc__ = """What the fleet can serve (module_utils/capacity.py), through the filter fleet_capacity.
+__doc__ = """What the fleet can serve (plugins/plugin_utils/fleet/capacity.py), through the filter fleet_capacity.
 
 The facts are those gpufleet.exo.device_facts reports on simulated hosts (tests/simulated/hosts.py: the
 simulated libnvidia-ml under the real nvidia-ml-py, simulated /sys), as recorded in

@@ -4,8 +4,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-__doc__ = """The report page (plugin_utils/fleet_report.py) on a fleet given as data; tests/integration/test_fleet_report.py
-opens the page of a whole playbook run in a browser."""
+__doc__ = """The report page (plugins/plugin_utils/fleet/report.py) on a fleet given as data;
+tests/integration/test_fleet_report.py opens the page of a whole playbook run in a browser."""
 
 import sys
 

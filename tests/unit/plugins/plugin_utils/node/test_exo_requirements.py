@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What a node installs of exo's declared requirements (module_utils/exo_requirements.py, the
-filter gpufleet.exo.exo_requirements), with the node role's defaults."""
+"""What a node installs of exo's declared requirements (plugins/plugin_utils/node/exo_requirements.py,
+the filter gpufleet.exo.exo_requirements), with the node role's defaults."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
