@@ -10,9 +10,9 @@ The device facts are those gpufleet.exo.device_facts reports on simulated hosts 
 DRIVER_HOSTS: a simulated /sys and the simulated libnvidia-ml under the real nvidia-ml-py, or no
 libnvidia-ml at all), as recorded in tests/fixtures/simulated (the fixture probed;
 tests/integration/modules/test_simulated_facts.py keeps the recordings true), and from the real H100 of
-tests/fixtures/real-h100 (what the real host reported). The distribution facts are those ansible.builtin.setup reports on each
-distribution (stand-ins: this machine is one Debian 12 host). The settings are the role's variables
-as a user gives them, strings from -e included.
+tests/fixtures/real-h100 (what the real host reported). The distribution facts are those
+ansible.builtin.setup reports on each distribution (stand-ins: this machine is one Debian 12 host). The
+settings are the role's variables as a user gives them, strings from -e included.
 """
 
 import copy
