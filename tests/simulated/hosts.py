@@ -59,11 +59,11 @@ HOSTS = {
 }
 
 # The real host of tests/fixtures/real-h100 (as nvidia-smi -q, nvidia-smi --query-gpu and its sysfs showed
-# it; that record, host.txt, is not in this repository: it holds the GPU's serial number): one H100 at 0000:00:06.0 in a Firecracker VM, driver 580.159.04, CUDA 13.0.
-# NVML gives no NUMA node for it (NOT_SUPPORTED here) and MIG is supported but off. Its health
-# answers are those of health.json there: ECC on without errors, no remapped rows, persistence on,
-# default compute mode, PCIe 5 x16 of 5 x16, 35 C, clocks idle; retired pages and the fabric not
-# supported.
+# it; that record, host.txt, is not in this repository: it holds the GPU's serial number): one H100 at
+# 0000:00:06.0 in a Firecracker VM, driver 580.159.04, CUDA 13.0. NVML gives no NUMA node for it
+# (NOT_SUPPORTED here) and MIG is supported but off. Its health answers are those of health.json there:
+# ECC on without errors, no remapped rows, persistence on, default compute mode, PCIe 5 x16 of 5 x16,
+# 35 C, clocks idle; retired pages and the fabric not supported.
 REAL_H100_UUID = "GPU-af19d7dd-02be-25eb-14d1-c456b69ba1fa"
 REAL_H100_HEALTH = dict(ecc=(1, 1, 0, 0), remapped_rows=(0, 0, 0, 0), persistence_mode=1, compute_mode=0,
                         pcie=(5, 5, 16, 16), temperature_c=35, clock_event_reasons=1)
