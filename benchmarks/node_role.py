@@ -48,6 +48,7 @@ HOSTS = {"gf-node-cpu": ("cpu_only", {"exo_node_extra_env": {"EXO_STANDIN_TINYGR
          "gf-node-gpu4": ("four", {})}
 # The node role's GPU selection tests, wherever each version keeps them.
 SELECTION = ["tests/unit/roles/test_node_select.py", "tests/unit/plugins/module_utils/test_node_plan.py",
+             "tests/unit/plugins/plugin_utils/node/test_gpu_choice.py", "tests/unit/plugins/plugin_utils/node/test_plan.py",
              "tests/integration/roles/test_node_role.py"]
 SPECS = ["roles/node/meta/argument_specs.yml", "roles/driver/meta/argument_specs.yml"]
 

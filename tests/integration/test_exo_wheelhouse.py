@@ -30,11 +30,9 @@ import zipfile
 import pytest
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path[:0] = [p for p in (REPO, os.path.join(REPO, ".build", "collections")) if p not in sys.path]
-
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements  # noqa: E402
-from tests.integration import exo_sources  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements
+from tests.helpers import REPO, examples
+from tests.integration import exo_sources
 
 WORK = os.path.join(REPO, ".build", "exo-wheelhouse")
 BIN = os.path.dirname(sys.executable)
@@ -127,10 +125,8 @@ def test_the_filter_examples_run_as_written(workdir, tmp_path):
     directory = wheelhouse(workdir, "3.12")
     with zipfile.ZipFile(os.path.join(directory, "exo-0.0.1-py3-none-any.whl")) as archive:
         (tmp_path / "METADATA").write_bytes(archive.read("exo-0.0.1.dist-info/METADATA"))
-    with open(os.path.join(REPO, "plugins", "filter", "exo_requirements.yml")) as handle:
-        examples = yaml.safe_load(handle)["EXAMPLES"]
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False,
-                                                        "tasks": yaml.safe_load(examples)}]))
+                                                        "tasks": yaml.safe_load(examples("filter", "exo_requirements"))}]))
     env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="json", ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".build", "collections"))
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", "play.yml"],
                           cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

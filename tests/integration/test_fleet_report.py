@@ -25,22 +25,19 @@ from html.parser import HTMLParser
 
 import pytest
 
+from tests.helpers import REPO, examples, indent
 from tests.simulated import hosts as simhosts
 from tests.simulated import nvml as simnvml
-from tests.unit.conftest import REPO
 
 KEEP = os.path.join(REPO, ".build", "fleet-report")
 GPUS = {
     "h100x4": (simhosts.FOUR, {}),
-    "rtx": ([simnvml.gpu("NVIDIA GeForce RTX 3080", 10240, uuid=simhosts.uuid(0), pci_bus_id=simhosts.bus(0), minor=0,
-                         cc=(8, 6)),
-             simnvml.gpu("NVIDIA GeForce RTX 3090", 24576, uuid=simhosts.uuid(1), pci_bus_id=simhosts.bus(1), minor=1,
-                         cc=(8, 6))], {}),
+    "rtx": simhosts.FLEET_HOSTS["rtx"],
     "a100_mig": simhosts.HOSTS["mig"],
     "unknown": simhosts.HOSTS["unknown_part"],
     "no_gpu": (None, {}),
     "no_driver": simhosts.HOSTS["nvml_broken"],
-    "reboot": ([simhosts.h100(0)], {"init_error": "LIB_RM_VERSION_MISMATCH"}),
+    "reboot": simhosts.FLEET_HOSTS["reboot"],
 }
 
 
@@ -199,14 +196,10 @@ def test_the_page_is_self_contained_and_the_screenshot_is_not_blank(report):
 
 
 def test_the_filter_examples_run_as_written(inventory, tmp_path):
-    tasks = []
-    for name in ("fleet_capacity", "fleet_report_html"):
-        with open(os.path.join(REPO, "plugins", "filter", name + ".yml")) as handle:
-            tasks.append(re.search(r"^EXAMPLES: \|\n(.*?)^RETURN:", handle.read(), re.M | re.S).group(1))
     play = ("- name: Run the examples\n  hosts: all\n  gather_facts: false\n  tasks:\n"
             "    - name: Gather the device facts\n      gpufleet.exo.device_facts:\n"
             "        tinygrad: false\n        rootfs: \"{{ device_facts_rootfs }}\"\n"
-            + "".join(re.sub(r"^  ", "    ", text, flags=re.M) for text in tasks))
+            + "".join(indent(examples("filter", name)) for name in ("fleet_capacity", "fleet_report_html")))
     path = tmp_path / "examples.yml"
     path.write_text(play)
     proc = playbook(["-i", inventory, str(path), "-e", "report_dir=%s" % tmp_path])

@@ -22,11 +22,8 @@ import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path[:0] = [p for p in (REPO, os.path.join(REPO, ".build", "collections")) if p not in sys.path]
-
-from tests.simulated import hosts as simhosts  # noqa: E402
-from tests.unit.conftest import nvml_lib  # noqa: E402,F401 pylint: disable=unused-import
+from tests.helpers import REPO
+from tests.simulated import hosts as simhosts
 
 # The README's hosts, as simulated hosts (the README's comments say what each has).
 SIMULATED = {"gpu-a": "four", "gpu-b": "nvml_broken", "cpu-a": "cpu_only", "gpu-t": "one"}

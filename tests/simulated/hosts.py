@@ -58,12 +58,12 @@ HOSTS = {
     "busy": ([h100(0, memory_used_mib=81496, processes=[(4242, 81016)]), h100(1, memory_used_mib=480)], {}),
 }
 
-# The real host of tests/fixtures/real-h100 (nvidia-smi -q, nvidia-smi --query-gpu and its sysfs in
-# host.txt there): one H100 at 0000:00:06.0 in a Firecracker VM, driver 580.159.04, CUDA 13.0.
-# NVML gives no NUMA node for it (NOT_SUPPORTED here) and MIG is supported but off. Its health
-# answers are those of health.json there: ECC on without errors, no remapped rows, persistence on,
-# default compute mode, PCIe 5 x16 of 5 x16, 35 C, clocks idle; retired pages and the fabric not
-# supported.
+# The real host of tests/fixtures/real-h100 (as nvidia-smi -q, nvidia-smi --query-gpu and its sysfs showed
+# it; that record, host.txt, is not in this repository: it holds the GPU's serial number): one H100 at
+# 0000:00:06.0 in a Firecracker VM, driver 580.159.04, CUDA 13.0. NVML gives no NUMA node for it
+# (NOT_SUPPORTED here) and MIG is supported but off. Its health answers are those of health.json there:
+# ECC on without errors, no remapped rows, persistence on, default compute mode, PCIe 5 x16 of 5 x16,
+# 35 C, clocks idle; retired pages and the fabric not supported.
 REAL_H100_UUID = "GPU-af19d7dd-02be-25eb-14d1-c456b69ba1fa"
 REAL_H100_HEALTH = dict(ecc=(1, 1, 0, 0), remapped_rows=(0, 0, 0, 0), persistence_mode=1, compute_mode=0,
                         pcie=(5, 5, 16, 16), temperature_c=35, clock_event_reasons=1)
@@ -100,3 +100,84 @@ def write(tmp, name, nvml_lib, gpus=None, config=None):
         path = simnvml.write_config(os.path.join(tmp, name + ".nvml.conf"), gpus, **(config or {}))
         env = simnvml.environment(nvml_lib, path)
     return env, root
+
+
+# ---- the hosts whose facts the planners' unit tests read, as recorded in tests/fixtures/simulated ----
+
+# The driver planner's hosts: what the PCI bus shows and which driver holds each device decide there,
+# so each gives its /sys whole. name: (PCI devices, NVML config or None for no libnvidia-ml at all,
+# Python running the probe or None for the tests' own).
+GPU0 = "0000:3b:00.0"
+GPU1 = "0000:4b:00.0"
+DRIVER_H100 = simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id=GPU0)
+BARE_PYTHON = "/usr/bin/python3"  # a Python without nvidia-ml-py: the probe reports not_installed
+DRIVER_HOSTS = {
+    "no_gpu": ([], None, None),
+    "amd_only": ([simsysfs.amd_gpu("0000:c1:00.0")], None, None),
+    "no_driver": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, None),
+    "not_loaded": ([simsysfs.nvidia_gpu(GPU0, driver="none")], {"gpus": [], "init_error": "DRIVER_NOT_LOADED"}, None),
+    "nouveau": ([simsysfs.nvidia_gpu(GPU0, driver="nouveau")], None, None),
+    "mismatch": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [], "init_error": "LIB_RM_VERSION_MISMATCH"},
+                 None),
+    "healthy": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [DRIVER_H100]}, None),
+    "passthrough": ([simsysfs.nvidia_gpu(GPU0, driver="vfio-pci"), simsysfs.nvidia_gpu(GPU1, driver="vfio-pci")],
+                    None, None),
+    "half_passthrough": ([simsysfs.nvidia_gpu(GPU0, driver="vfio-pci"), simsysfs.nvidia_gpu(GPU1, driver="none")],
+                         None, None),
+    "gpu_lost": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [], "init_error": "GPU_IS_LOST"}, None),
+    "bound_no_pynvml": ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], None, BARE_PYTHON),
+    "unbound_no_pynvml": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, BARE_PYTHON),
+}
+
+# The fleet's other hosts, laid out by write() as HOSTS are: two GeForce parts, and an H100 whose
+# driver waits for a reboot.
+FLEET_HOSTS = {
+    "rtx": ([simnvml.gpu("NVIDIA GeForce RTX 3080", 10240, uuid=uuid(0), pci_bus_id=bus(0), minor=0, cc=(8, 6)),
+             simnvml.gpu("NVIDIA GeForce RTX 3090", 24576, uuid=uuid(1), pci_bus_id=bus(1), minor=1, cc=(8, 6))], {}),
+    "reboot": ([h100(0)], {"init_error": "LIB_RM_VERSION_MISMATCH"}),
+}
+
+# A healthy, a degraded (PCIe x4 of x16) and an unusable (row remapping failed) H100, laid out by write().
+SICK_UUIDS = tuple("GPU-%08x-0000-0000-0000-000000000000" % n for n in range(3))
+SICK = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=SICK_UUIDS[0], health=simnvml.HEALTHY_H100),
+        simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=SICK_UUIDS[1],
+                    health=dict(simnvml.HEALTHY_H100, pcie=(5, 5, 4, 16))),
+        simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=SICK_UUIDS[2],
+                    health=dict(simnvml.HEALTHY_H100, remapped_rows=(0, 9, 0, 1)))]
+
+# Two H100s whose NVLink fabric is in the given state (state, status, clique), with the NVSwitches given
+# on the PCI bus and the nvidia module loaded: the driver role's services.
+NVSWITCHES = ("0000:05:00.0", "0000:06:00.0")
+
+
+def hgx_gpus(fabric):
+    return [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id=bus(i),
+                        health=dict(simnvml.HEALTHY_H100, fabric=fabric)) for i in range(2)]
+
+
+def hgx_tree(switches):
+    return dict(pci=[simsysfs.nvidia_gpu(bus(i)) for i in range(2)] + [simsysfs.nvswitch(bus_id) for bus_id in switches],
+                modules=("nvidia",))
+
+
+def _tree_host(pci, nvml_config, python):
+    """A DRIVER_HOSTS entry as a PROBED one."""
+    nvml_config = nvml_config or {}
+    config = dict((key, value) for key, value in nvml_config.items() if key != "gpus")
+    return (nvml_config.get("gpus"), config, dict(pci=pci), python)
+
+
+# name: (GPUs for the simulated NVML or None for no libnvidia-ml, its config, sysfs.write_tree's arguments
+# or None for write()'s layout, the Python that runs the probe or None for the tests' own).
+PROBED = dict((name, HOSTS[name] + (None, None))
+              for name in ("one", "two", "four", "eight", "mig", "t4_and_h100", "unknown_part", "cpu_only",
+                           "nvml_broken"))
+PROBED.update((name, spec + (None, None)) for name, spec in FLEET_HOSTS.items())
+PROBED.update((name, _tree_host(*spec)) for name, spec in DRIVER_HOSTS.items())
+PROBED.update({
+    "sick": (SICK, {}, None, None),
+    "hgx": (hgx_gpus((3, 0, 1)), {}, hgx_tree(NVSWITCHES), None),
+    "hgx_fabric_down": (hgx_gpus((2, 0, 0)), {}, hgx_tree(NVSWITCHES), None),
+    "hgx_driver_not_loaded": (hgx_gpus((3, 0, 1)), {"init_error": "DRIVER_NOT_LOADED"}, hgx_tree(NVSWITCHES), None),
+    "two_h100": (hgx_gpus((0, 0, 0)), {}, hgx_tree(()), None),
+})

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The driver role's decision table and per-distribution plans, through ansible-playbook over simulated hosts.
 
-The policy itself is tested in tests/unit/plugins/module_utils/test_driver_plan.py; here each case is a
+The policy itself is tested in tests/unit/plugins/plugin_utils/driver/test_plan.py; here each case is a
 simulated host (a sysfs tree and a simulated libnvidia-ml, or none), an inventory host on a local
 connection. One ansible-playbook run in check mode runs the role (driver_role.yml beside this file) with
 exo_driver_plan_only over all of them: the role runs gpufleet.exo.device_facts itself against the
@@ -12,20 +12,11 @@ simulated host, so every decision is made from facts the probe really produced.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import os
-import sys
-
 import pytest
 
-from tests.simulated import nvml as simnvml
+from tests.helpers import run_driver_role as run_plan
+from tests.simulated.hosts import BARE_PYTHON, DRIVER_H100 as H100, GPU0, GPU1
 from tests.simulated import sysfs as simsysfs
-from tests.unit.conftest import run_playbook
-
-PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "driver_role.yml")
-H100 = simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, pci_bus_id="0000:3b:00.0")
-GPU0 = "0000:3b:00.0"
-GPU1 = "0000:4b:00.0"
-BARE_PYTHON = "/usr/bin/python3"  # a Python without nvidia-ml-py: the probe reports not_installed
 
 UBUNTU_2204 = {"distribution": "Ubuntu", "version": "22.04", "os_family": "Debian", "pkg_mgr": "apt",
                "kernel": "5.15.0-119-generic"}
@@ -103,29 +94,6 @@ FAILING = {
     "rocky_branch_999": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {"exo_driver_branch": 999},
                          dict(ROCKY_9, **METAL), None, "branch 999 is not one this role installs on Rocky 9"),
 }
-
-
-def _host(tmp, name, pci, nvml_config, role_vars, fake_facts, python, nvml_lib):
-    root = os.path.join(tmp, name)
-    simsysfs.write_tree(root, pci=pci)
-    host = {"exo_driver_probe_options": {"rootfs": root, "tinygrad": False, "timeout": 20},
-            "ansible_python_interpreter": python or sys.executable}
-    if nvml_config is not None:
-        config = simnvml.write_config(os.path.join(tmp, name + ".nvml.conf"), nvml_config["gpus"],
-                                      init_error=nvml_config.get("init_error"))
-        host["case_env"] = simnvml.environment(nvml_lib, config)
-    if fake_facts:
-        host["fake_facts"] = fake_facts
-    host.update(role_vars)
-    return host
-
-
-def run_plan(tmp, cases, nvml_lib, check=True):
-    inventory = {"all": {"vars": {"ansible_connection": "local", "exo_driver_plan_only": True,
-                                  "exo_driver_probe": "always"},
-                         "hosts": dict((name, _host(tmp, name, *spec[:5], nvml_lib=nvml_lib))
-                                       for name, spec in cases.items())}}
-    return run_playbook(tmp, inventory, PLAYBOOK, cases, check=check)
 
 
 @pytest.fixture(scope="module")

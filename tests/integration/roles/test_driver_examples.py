@@ -11,66 +11,18 @@ They run on this machine (Debian 12, no GPU, no dnf) over a local connection; th
 a simulated host with an NVIDIA GPU and no driver, in plan-only mode, so that it changes nothing.
 """
 
-import json
 import os
 import re
-import subprocess
 import sys
 
-import yaml
-
+from tests.helpers import REPO, examples, local_inventory as local, recap, run_example as playbook, tasks_play
 from tests.simulated import sysfs as simsysfs
-from tests.unit.conftest import REPO
 
 SOURCES = "/etc/apt/sources.list.d/gpufleet-exo-nvidia.sources"
 
 
-def playbook(tmp, text, inventory, check=False, diff=False):
-    path = os.path.join(tmp, "example.yml")
-    with open(path, "w") as handle:
-        handle.write(text)
-    with open(os.path.join(tmp, "inventory.json"), "w") as handle:
-        json.dump(inventory, handle)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
-               ANSIBLE_NOCOLOR="1", ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
-    env.pop("LD_LIBRARY_PATH", None)
-    return subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-v"]
-                          + (["--check"] if check else []) + (["--diff"] if diff else []) + ["-i", os.path.join(tmp, "inventory.json"), path],
-                          cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, timeout=600, check=False)
-
-
-def local(**host_vars):
-    host = dict(ansible_connection="local", ansible_python_interpreter=sys.executable, **host_vars)
-    return {"all": {"hosts": {"localhost": host}}}
-
-
-def tasks_play(examples):
-    """A module's EXAMPLES are tasks: they run as they are, in a play on this machine."""
-    return "- name: Run the examples\n  hosts: all\n  gather_facts: false\n  tasks:\n" + "".join(
-        "    " + line + "\n" if line else "\n" for line in examples.strip("\n").splitlines())
-
-
-def module_examples(name):
-    path = os.path.join(REPO, "plugins", "modules", name + ".py")
-    with open(path) as handle:
-        return re.search(r'^EXAMPLES = r"""\n(.*?)^"""', handle.read(), re.M | re.S).group(1)
-
-
-def filter_examples(name):
-    """A filter's EXAMPLES, from its documentation file."""
-    with open(os.path.join(REPO, "plugins", "filter", name + ".yml")) as handle:
-        return yaml.safe_load(handle)["EXAMPLES"]
-
-
-def recap(proc, host):
-    match = re.search(r"^%s +: ok=(\d+) +changed=(\d+) +unreachable=0 +failed=(\d+)" % re.escape(host), proc.stdout, re.M)
-    assert match, proc.stdout[-4000:]
-    return dict(zip(("ok", "changed", "failed"), (int(n) for n in match.groups())))
-
-
 def test_filter_example_plans_this_machine(tmp_path):
-    example = filter_examples("driver_plan")
+    example = examples("filter", "driver_plan")
     proc = playbook(str(tmp_path), example, local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Show the problems, or the decision and the plan]")[1]
@@ -80,14 +32,14 @@ def test_filter_example_plans_this_machine(tmp_path):
 
 def test_apt_check_example_asks_debians_archive(tmp_path):
     before = os.path.exists(SOURCES)
-    proc = playbook(str(tmp_path), tasks_play(module_examples("driver_apt_check")), local())
+    proc = playbook(str(tmp_path), tasks_play(examples("module", "driver_apt_check")), local())
     assert recap(proc, "localhost") == {"ok": 1, "changed": 0, "failed": 0}, proc.stdout[-4000:]
     assert "skipping: [localhost]" in proc.stdout.split("TASK [Stop when apt says the plan cannot work]")[1]
     assert os.path.exists(SOURCES) == before
 
 
 def test_dnf_check_example_says_this_host_has_no_dnf(tmp_path):
-    proc = playbook(str(tmp_path), tasks_play(module_examples("driver_dnf_check")), local())
+    proc = playbook(str(tmp_path), tasks_play(examples("module", "driver_dnf_check")), local())
     assert recap(proc, "localhost")["failed"] == 1
     failure = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [localhost]")]
     assert failure and "dnf, rpm not found on this host, so dnf cannot check the plan" in failure[0], proc.stdout[-3000:]
@@ -109,7 +61,7 @@ def test_docs_playbook_on_a_gpu_host_without_driver(tmp_path):
 
 
 def test_outcome_filter_example_reads_mokutil_on_this_machine(tmp_path):
-    example = filter_examples("driver_outcome")
+    example = examples("filter", "driver_outcome")
     proc = playbook(str(tmp_path), tasks_play(example), local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say what mokutil means]")[1]

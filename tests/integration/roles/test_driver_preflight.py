@@ -15,8 +15,9 @@ import shutil
 
 import pytest
 
+from tests.helpers import run_driver_role as run_plan
 from tests.simulated import sysfs as simsysfs
-from test_driver_decide import GPU0, run_plan  # noqa: E402  (the same directory, on sys.path under pytest)
+from tests.simulated.hosts import GPU0
 
 pytestmark = pytest.mark.skipif(
     not shutil.which("apt-get") or "bookworm" not in open("/etc/os-release").read(),

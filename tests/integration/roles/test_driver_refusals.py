@@ -17,8 +17,9 @@ import re
 
 import pytest
 
+from tests.helpers import run_driver_role as run_plan
 from tests.simulated import sysfs as simsysfs
-from test_driver_decide import GPU0, H100, run_plan  # noqa: E402  (the same directory, on sys.path under pytest)
+from tests.simulated.hosts import DRIVER_H100 as H100, GPU0
 
 SOURCES = "/etc/apt/sources.list.d/gpufleet-exo-nvidia.sources"
 HEALTHY = ([simsysfs.nvidia_gpu(GPU0, driver="nvidia")], {"gpus": [H100]})

@@ -5,11 +5,11 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from tests.integration.roles.test_driver_examples import filter_examples, local, playbook, recap, tasks_play
+from tests.helpers import examples, local_inventory as local, recap, run_example as playbook, tasks_play
 
 
 def test_services_filter_example_on_this_machine(tmp_path):
-    example = filter_examples("driver_services")
+    example = examples("filter", "driver_services")
     proc = playbook(str(tmp_path), tasks_play(example), local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say which NVIDIA services this host needs]")[1]

@@ -19,9 +19,9 @@ import re
 
 import pytest
 
+from tests.helpers import examples, indent, local_inventory as local, recap, run_example as playbook, tasks_play
 from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import uuid
-from test_driver_examples import filter_examples as examples, local, playbook, recap, tasks_play  # noqa: E402  (the same directory, on sys.path under pytest)
 
 
 def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
@@ -30,9 +30,7 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
     play = ("- name: Run the examples\n  hosts: all\n  gather_facts: false\n"
             "  environment: %s\n  module_defaults:\n    gpufleet.exo.device_facts: %s\n  tasks:\n"
             % (json.dumps(env), json.dumps({"rootfs": root, "tinygrad": False, "timeout": 30})))
-    play += "".join("    " + line + "\n" if line else "\n"
-                    for name in ("node_plan", "node_cluster", "node_outcome")
-                    for line in examples(name).strip("\n").splitlines())
+    play += "".join(indent(examples("filter", name)) for name in ("node_plan", "node_cluster", "node_outcome"))
     before = os.path.exists("/etc/exo/topology.json")
     proc = playbook(str(tmp_path), play, local(), check=True, diff=True)
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
@@ -54,14 +52,14 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
 @pytest.mark.skipif(not os.path.exists("/etc/debian_version") or not open("/etc/debian_version").read().startswith("12"),
                     reason="the answer checked is Debian 12's")
 def test_node_python_example_on_this_machine(tmp_path):
-    proc = playbook(str(tmp_path), tasks_play(examples("node_python")), local())
+    proc = playbook(str(tmp_path), tasks_play(examples("filter", "node_python")), local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say which, or why there is none]")[1]
     assert '"msg": "/usr/bin/python3 (Python 3.11)"' in shown, shown[:2000]
 
 
 def test_node_install_example_on_this_machine(tmp_path):
-    proc = playbook(str(tmp_path), tasks_play(examples("node_install")), local())
+    proc = playbook(str(tmp_path), tasks_play(examples("filter", "node_install")), local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say what pip installs, or why it cannot]")[1]
     assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --timeout 60 ' \

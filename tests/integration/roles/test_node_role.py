@@ -6,7 +6,7 @@ __metaclass__ = type
 
 __doc__ = """The node role's wiring, through ansible-playbook over simulated hosts.
 
-The policy itself is tested in tests/unit/plugins/module_utils/test_node_plan.py; here each case is
+The policy itself is tested in tests/unit/plugins/plugin_utils/node/; here each case is
 a simulated host (tests/simulated/hosts.py), an inventory host on a local connection, probed by the
 real gpufleet.exo.device_facts, and one ansible-playbook run (node_tasks.yml beside this file) runs
 the role's planning tasks, its preflight, or the whole role on it. The whole-role refusals run
@@ -18,22 +18,9 @@ import sys
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-sys.path[:0] = [p for p in (REPO, os.path.join(REPO, ".build", "collections")) if p not in sys.path]
-
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe  # noqa: E402
-from tests.simulated import hosts as simhosts  # noqa: E402
-from tests.simulated.hosts import uuid  # noqa: E402
-from tests.unit.conftest import run_playbook  # noqa: E402
-
-PLAYBOOK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_tasks.yml")
-
-
-def tinygrad(version):
-    facts = tinygrad_probe.version_facts(version)
-    return {"installed": True, "version": version, "python": "/opt/exo/bin/python", "backend": None,
-            "reason": "simulated", "select_env": facts["select_env"],
-            "visible_devices_env": facts["visible_devices_env"], "guards": []}
+from tests.helpers import NODE_TASKS as PLAYBOOK, run_playbook, tinygrad_facts as tinygrad
+from tests.simulated import hosts as simhosts
+from tests.simulated.hosts import uuid
 
 
 def whole_role(**settings):

@@ -10,11 +10,10 @@ __metaclass__ = type
 import os
 import sys
 
-from tests.integration.roles.test_node_role import PLAYBOOK, tinygrad
+from tests.helpers import NODE_TASKS as PLAYBOOK, run_playbook, tinygrad_facts as tinygrad
 from tests.simulated import hosts as simhosts
 from tests.simulated import nvml as simnvml
 from tests.simulated.hosts import uuid
-from tests.unit.conftest import run_playbook
 
 
 def h100(i, **health):

@@ -18,7 +18,7 @@ import re
 import sys
 
 from tests.simulated import hosts as simhosts
-from tests.unit.conftest import REPO, run_playbook
+from tests.helpers import REPO, run_playbook
 
 # name: (simulated host, its variables, the one message). A GPU host goes through the driver role
 # first (planning only), a CPU host only through the node role; bad_port passes the driver role, as

@@ -23,7 +23,7 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
-from tests.unit.conftest import REPO
+from tests.helpers import REPO
 
 # The node role's defaults that are templates, as Ansible would fill them in for host h.
 NODE = dict(role_settings.defaults("node"), exo_node_id_prefix="h", exo_node_address="10.0.0.1",

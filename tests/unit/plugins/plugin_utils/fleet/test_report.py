@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """The report page (plugins/plugin_utils/fleet/report.py) on a fleet given as data;
+tests/integration/test_fleet_report.py opens the page of a whole playbook run in a browser."""
+
+import sys
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as plugin
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
+
+
+def one_gpu_fleet(memory_mib):
+    """capacity.fleet() over one host whose planner gave one GPU instance of memory_mib."""
+    instance = {"node_id": "h-GPU-1", "name": "GPU-1", "kind": "gpu", "gpu_index": 0,
+                "capabilities": {"chip": "NVIDIA <H100>", "memory": memory_mib}}
+    facts = {"backend": "cuda", "nvml": {"status": "ok", "driver_version": "580.159.04"}, "driver_needed": False,
+             "host": {"memory_mib": 128887}, "exo": {"chip": "NVIDIA <H100>", "memory": memory_mib},
+             "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "chip": "NVIDIA <H100>", "memory_mib": memory_mib,
+                       "flops": {"fp16": 989.5, "fp32": 67.0, "source": "table"}}]}
+    return capacity.fleet([{"host": "h", "facts": facts, "plan": {"instances": [instance], "errors": []}}])
+
+
+def test_the_page_says_what_is_served_and_escapes_what_it_shows():
+    page = fleet_report.html(dict(one_gpu_fleet(81559), generated="2026-11-23T07:00:00Z"), title="lab & co")
+    assert page.startswith("<!DOCTYPE html>") and "<title>lab &amp; co</title>" in page
+    assert 'This fleet serves <b id="served">7</b> of 11 models; the largest is <b id="largest">llama-3.1-8b</b>' in page
+    assert "NVIDIA &lt;H100&gt;" in page and "NVIDIA <H100>" not in page.split("<svg", maxsplit=1)[0]
+    assert "layers 0-79 need" in page  # what the 70B models miss, in the table
+    assert page.count("<svg") == 1
+
+
+def test_a_fleet_that_serves_nothing_says_so():
+    page = fleet_report.html(one_gpu_fleet(2048))
+    assert 'serves <b id="served">0</b> of 11 models' in page
+
+
+def test_without_matplotlib_the_filter_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # what Python then does: import fails
+    with pytest.raises(AnsibleFilterError, match=r"needs matplotlib on the controller \(import of matplotlib halted; "
+                                                 r"None in sys.modules\); install it with pip install -r requirements.txt"):
+        plugin.fleet_report_html(one_gpu_fleet(81559))
+
+
+# What a broken or hostile host can put in its facts or its inventory name: the report still renders
+# and shows the value as text. matplotlib reads "$...$" as math and "_{" as a subscript.
+ODD_HOSTS = ["gpu$1", "rack_$x^2$", "a$b_{c", "{{ name }}", "h<&>", "bad$\\frac{$math"]
+# (health reasons as a host published them, as the report shows them)
+ODD_REASONS = [(["ECC"], ["ECC"]), ([1, None], ["1"]), ([{"code": 2}], ['{"code": 2}']), ("not a list", ["not a list"]),
+               (None, []), (7, ["7"])]
+
+
+@pytest.mark.parametrize("host, reasons, shown", [(h, r, s) for h, (r, s) in zip(ODD_HOSTS, ODD_REASONS)])
+def test_the_report_survives_odd_host_names_and_health_reasons(host, reasons, shown):
+    instance = {"node_id": "n", "name": "GPU-1", "kind": "gpu", "gpu_index": 0,
+                "capabilities": {"chip": "NVIDIA H100", "memory": 81559}}
+    facts = {"backend": "cuda", "nvml": {"status": "ok"}, "driver_needed": False, "host": {"memory_mib": 1024},
+             "exo": {"chip": "NVIDIA H100", "memory": 81559},
+             "gpus": [{"index": 0, "name": "NVIDIA H100", "memory_mib": 81559,
+                       "health": {"verdict": "degraded", "reasons": reasons}}]}
+    report = capacity.fleet([{"host": host, "facts": facts, "plan": {"instances": [instance], "errors": []}}])
+    assert report["hosts"][0]["gpus"][0]["health_reasons"] == shown
+    page = fleet_report.html(report)
+    assert fleet_report.escape(host) in page.split("<svg", maxsplit=1)[0]
+    assert ">%s (1)<" % fleet_report.escape(host) in page  # the plot's label, as given

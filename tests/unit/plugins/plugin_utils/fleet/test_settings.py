@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """The fleet report plans each host with the node role's own defaults and its own check of the variables.
+
+The defaults come from the role's meta/argument_specs.yml through the settings engine; only those that are
+templates of a host's variables have stand-ins (TEMPLATED_DEFAULTS), worked out as the role's templates do.
+The facts are those of the real H100 of tests/fixtures/real-h100.
+"""
+
+import json
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as plugin
+from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
+from tests.helpers import REPO
+
+with open(os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")) as handle:
+    REAL = json.load(handle)
+
+
+def test_the_defaults_are_the_roles():
+    with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
+        assert plugin.node_defaults() == yaml.safe_load(handle) == role_settings.defaults("node")
+
+
+# (the host's variables, the address the role's default gives): its default IPv4 address, else
+# ansible_host, else the inventory hostname.
+@pytest.mark.parametrize("hostvars, address", [
+    ({"ansible_facts": {"default_ipv4": {"address": "192.0.2.7"}}, "ansible_host": "10.1.2.3"}, "192.0.2.7"),
+    ({"ansible_facts": {"default_ipv4": {}}, "ansible_host": "10.1.2.3"}, "10.1.2.3"),
+    ({"ansible_facts": {}}, "h1"),
+    ({"exo_node_address": "198.51.100.1", "ansible_host": "10.1.2.3"}, "198.51.100.1"),
+])
+def test_the_address_is_the_roles_default(hostvars, address):
+    settings = plugin.host_settings("h1", hostvars, ["h1", "h2"], plugin.node_defaults())
+    assert (settings["exo_node_address"], settings["exo_node_id_prefix"], settings["exo_node_cluster_hosts"]) == \
+        (address, "h1", ["h1", "h2"])
+
+
+def test_a_host_the_role_would_refuse_is_left_out_with_the_roles_message():
+    hostvars = {"h1": {"ansible_facts": {"device_capabilities": REAL}, "exo_node_gpu": [0],
+                       "exo_node_instances": [], "exo_node_cpu_reason": None}}
+    report = plugin.fleet_capacity(["h1"], hostvars)
+    assert [(host["host"], host["reason"]) for host in report["excluded"]] == [("h1", "plan_errors")]
+    assert "host h1: exo_node_gpu is not a variable of this role (did you mean exo_node_gpus?)" \
+        in report["excluded"][0]["detail"]
+    # Without the misspelt name, and with the facts the role publishes, it serves.
+    del hostvars["h1"]["exo_node_gpu"]
+    assert plugin.fleet_capacity(["h1"], hostvars)["excluded"] == []

@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The tinygrad backends the node planner may force: the list the role hands device_facts to check, and
+facts without that check. Facts in which the check failed, as device_facts really reports them with exo's
+tinygrad: tests/integration/modules/test_node_plan_backends.py."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals as backend_check
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
+from tests.helpers import NODE_SETTINGS as SETTINGS
+
+
+def test_the_planner_lists_what_the_role_may_force():
+    assert node_plan.plan(None, SETTINGS, "h")["backends"] == ["cpu"]
+    assert node_plan.plan(None, dict(SETTINGS, exo_node_tinygrad_backend="nv", exo_node_cpu_fallback=False),
+                          "h")["backends"] == ["nv"]
+    # Settings it refuses give no list, and the errors say why.
+    refused = node_plan.plan(None, dict(SETTINGS, exo_node_tinygrad_backend="vulkan"), "h")
+    assert refused["backends"] == [] and refused["errors"]
+
+
+def test_facts_without_the_check_warn():
+    facts = {"tinygrad": {"version": "0.10.0", "python": "/opt/exo/bin/python"}}
+    errors, warnings = backend_check.refusals("h", facts, dict(SETTINGS, exo_node_tinygrad_backend="auto"),
+                                              [{"kind": "cpu", "name": "cpu"}])
+    assert errors == [] and "tinygrad's cpu backend, forced on instance cpu, was not checked" in warnings[0]

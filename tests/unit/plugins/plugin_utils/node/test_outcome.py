@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a run of the node role found (plugins/plugin_utils/node/outcome.py): which instances restart,
+their exposure figures, missing device nodes, over the instances the planner gives the recorded facts
+of the simulated hosts two and four."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome
+from tests.helpers import plan_node_ok as ok
+from tests.simulated.hosts import uuid
+
+
+# The registered results below have the shape Ansible gives a loop over the plan's instances.
+
+def loop(instances, **by_name):
+    """A registered loop: one result per instance, with the fields given for it by name."""
+    return {"results": [dict(by_name.get(i["name"], {}), item=i) for i in instances]}
+
+
+def test_only_changed_instances_that_ran_before_restart(probed):
+    instances = ok(probed["four"])["instances"]
+    envs = loop(instances, **{uuid(1): {"changed": True}, uuid(3): {"changed": True}})
+    dropins = loop(instances, **{uuid(2): {"changed": True}})
+    before = [uuid(1), uuid(2)]  # GPU 3's instance is new: started, not restarted
+    assert outcome.restarts(instances, before, [envs, dropins]) == [uuid(1), uuid(2)]
+    assert outcome.restarts(instances, before, [loop(instances), loop(instances)]) == []
+
+
+def test_a_new_unit_or_exo_restarts_every_instance_that_ran_before(probed):
+    instances = ok(probed["four"])["instances"]
+    before = [uuid(n) for n in range(4)]
+    assert outcome.restarts(instances, before, [loop(instances)], all_changed=True) == before
+
+
+def test_an_instance_older_than_its_files_restarts(probed):
+    # A run that stopped before its handlers left exo@GPU-1 running on settings older than its files.
+    instances = ok(probed["two"])["instances"]
+    started = loop(instances, **{uuid(0): {"stdout": "@1700000100"}, uuid(1): {"stdout": "@1700000100"}})
+    mtimes = loop(instances, **{uuid(0): {"stdout_lines": ["1700000000", "1700000050"]},
+                                uuid(1): {"stdout_lines": ["1700000000", "1700000200"]}})
+    assert outcome.restarts(instances, [], [], started=started, mtimes=mtimes) == [uuid(1)]
+    # Never started (systemd says nothing or "n/a"), or its files could not be read: no restart.
+    started = loop(instances, **{uuid(0): {"stdout": ""}, uuid(1): {"stdout": "n/a"}})
+    assert outcome.restarts(instances, [], [], started=started, mtimes=mtimes) == []
+    started = loop(instances, **{uuid(1): {"stdout": "@1700000100"}})
+    assert outcome.restarts(instances, [], [], started=started, mtimes=loop(instances)) == []
+
+
+def test_exposure_figures_from_systemd_analyze(probed):
+    instances = ok(probed["two"])["instances"]
+    security = loop(instances, **{
+        uuid(0): {"stdout": "  NAME  DESCRIPTION  EXPOSURE\n→ Overall exposure level for exo@%s.service: 1.6 OK :-)"
+                            % uuid(0)},
+        uuid(1): {"stdout": "", "stderr": "Failed to open unit"}})
+    assert outcome.exposures(security) == {uuid(0): "1.6"}
+    # Check mode skips the loop: a skipped result has no results.
+    assert outcome.exposures({"skipped": True, "changed": False}) == {}
+
+
+def test_missing_device_nodes_and_what_nvidia_modprobe_said(probed):
+    stats = {"results": [{"item": "/dev/nvidia0", "stat": {"exists": True}},
+                         {"item": "/dev/nvidia-uvm", "stat": {"exists": False}},
+                         {"item": "/dev/nvidia-uvm-tools", "stat": {"exists": False}}]}
+    found = outcome.outcome([], "h", device_stats=stats, modprobe={"rc": 1, "stderr": "no such module"})
+    assert found["missing_devices"] == ["/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"] and found["modprobe_needed"]
+    assert found["devices_note"] == ("host h: /dev/nvidia-uvm, /dev/nvidia-uvm-tools missing (nvidia-modprobe: "
+                                     "no such module); DeviceAllow= lines for them take effect only once they "
+                                     "exist and the instance restarts")
+    skipped = outcome.outcome([], "h", device_stats=stats, modprobe={"skipped": True})
+    assert "missing; DeviceAllow=" in skipped["devices_note"]
+    stats["results"][1:] = []
+    assert outcome.outcome([], "h", device_stats=stats) == {
+        "missing_devices": [], "modprobe_needed": False, "devices_note": None, "exposure": {}, "restart": []}
