@@ -183,11 +183,13 @@ def same_source(recorded, source):
     commit id where source has the full id it begins with (what releases before full ids recorded)."""
     if recorded == source:
         return True
-    (old, old_rest), (new, new_rest) = [(text.partition("\n")[0].split(" "), text.partition("\n")[2])
-                                        for text in (recorded, source)]
-    return (old_rest == new_rest and len(old) == len(new) == 3 and old[:2] == new[:2] and old[0] == "git"
-            and len(old[2]) >= 7 and len(new[2]) == 40
-            and new[2].lower().startswith(old[2].lower()))
+    old_where, _, old_rest = recorded.partition("\n")
+    new_where, _, new_rest = source.partition("\n")
+    old, new = old_where.split(" "), new_where.split(" ")
+    if old_rest != new_rest or len(old) != 3 or old[:2] != new[:2] or old[0] != "git":
+        return False
+    recorded_id, full_id = old[2].lower(), new[2].lower()
+    return len(recorded_id) >= 7 and len(full_id) == 40 and full_id.startswith(recorded_id)
 
 
 def needed(source, stage, exe, marker):
