@@ -183,8 +183,8 @@ def same_source(recorded, source):
     commit id where source has the full id it begins with (what releases before full ids recorded)."""
     if recorded == source:
         return True
-    old_where, _, old_rest = recorded.partition("\n")
-    new_where, _, new_rest = source.partition("\n")
+    old_where, old_rest = (recorded.split("\n", 1) + [""])[:2]
+    new_where, new_rest = (source.split("\n", 1) + [""])[:2]
     old, new = old_where.split(" "), new_where.split(" ")
     if old_rest != new_rest or len(old) != 3 or old[:2] != new[:2] or old[0] != "git":
         return False
