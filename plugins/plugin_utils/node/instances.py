@@ -30,7 +30,11 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
     errors, warnings = [], []
     tinygrad = facts.get("tinygrad") or {}
     home = "%s/%s" % (settings["exo_node_data_dir"], "shared" if settings["exo_node_shared_home"] else candidate["name"])
-    env = {"EXO_HOME": home, "HOME": home, "PYTHONUNBUFFERED": "1"}
+    # exo caches Hugging Face's answers under the temporary directory, which PrivateTmp= empties at
+    # every start: in EXO_HOME they last, and the model placement's answers wait there (models.py).
+    env = {"EXO_HOME": home, "HOME": home, "TMPDIR": home + "/tmp", "PYTHONUNBUFFERED": "1"}
+    if settings["exo_node_models"] and settings["exo_node_model_source"] == "mirror":
+        env["HF_ENDPOINT"] = settings["exo_node_model_store"].rstrip("/")
     devices, cpu_list, numa_node = [], None, None
     gpu = candidate["gpu"]
     if candidate["kind"] == "cpu":
@@ -80,7 +84,7 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
     ports = {"grpc": settings["exo_node_grpc_port"] + slot, "api": settings["exo_node_api_port"] + slot,
              "udp": settings["exo_node_udp_port"] + slot, "broadcast": settings["exo_node_broadcast_port"]}
     node_id = "%s-%s" % (settings["exo_node_id_prefix"], candidate["name"])
-    args = ["--node-id=" + node_id, "--node-port=%d" % ports["grpc"], "--chatgpt-api-port=%d" % ports["api"],
+    args = ["--node-id=" + node_id, "--node-host=" + settings["exo_node_address"], "--node-port=%d" % ports["grpc"], "--chatgpt-api-port=%d" % ports["api"],
             "--discovery-module=" + settings["exo_node_discovery"], "--discovery-timeout=%d" % settings["exo_node_discovery_timeout"],
             "--wait-for-peers=%d" % settings["exo_node_wait_for_peers"], "--inference-engine=" + settings["exo_node_inference_engine"],
             "--disable-tui"]

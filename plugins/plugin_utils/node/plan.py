@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import address_error
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import check_facts, mig_minors, to_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import instance_name, port_errors, removals, render
@@ -44,6 +45,8 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
     result["backends"] = backend_refusals.to_check(s) if not errors else []
     if "exo_node_user" in s and "exo_node_user_adopt" in s:
         errors += check_account(s, account)
+    if s.get("exo_node_firewall") and "exo_node_address" in s and address_error(s["exo_node_address"]):
+        errors.append(address_error(s["exo_node_address"]))
     if facts is not None:
         errors += check_facts(facts)
     if errors or facts is None:

@@ -14,6 +14,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet.capacity import MODELS
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import client_errors
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
@@ -60,6 +62,7 @@ RULES = {
                                                       "host at")},
     "exo_node_discovery_timeout": {"range": (0, 86400)},
     "exo_node_wait_for_peers": {"range": (0, 10000)},
+    "exo_node_ring_timeout": {"range": (0, 86400)},
     "exo_node_install_dir": UNIT_PATH,
     "exo_node_config_dir": UNIT_PATH,
     "exo_node_data_dir": UNIT_PATH,
@@ -94,6 +97,7 @@ OWNED_ENV = {
     "CUDA_DEVICE_ORDER": "exo_node_gpus",
     "EXO_HOME": "exo_node_data_dir",
     "HOME": "exo_node_data_dir",
+    "TMPDIR": "exo_node_data_dir",
     "EXO_NODE_ARGS": "exo_node_extra_args",
 }
 # The account comment the role gives the service user; an account without it is not the role's.
@@ -107,7 +111,9 @@ def settings(raw):
     """
     values, errors = role_settings.check("node", raw, RULES, PUBLISHED)
     for name, check in (("exo_node_gpus", _check_gpus), ("exo_node_extra_args", _check_extra_args),
-                        ("exo_node_extra_env", _check_extra_env), ("exo_node_device_allow_extra", _check_device_allow)):
+                        ("exo_node_extra_env", _check_extra_env), ("exo_node_device_allow_extra", _check_device_allow),
+                        ("exo_node_api_clients", lambda v: client_errors(v["exo_node_api_clients"])),
+                        ("exo_node_models", _check_models)):
         if name in values:
             errors.extend(check(values))
     return values, errors
@@ -157,6 +163,36 @@ def _check_device_allow(values):
     return ["exo_node_device_allow_extra entry %s is not a DeviceAllow= value such as '/dev/foo rw'" % show(entry)
             for entry in values["exo_node_device_allow_extra"]
             if not isinstance(entry, str) or not DEVICE_ALLOW_RE.match(entry)]
+
+
+# The model ids exo's tinygrad engine has a repository for, and that repository (exo/models.py).
+MODEL_REPOS = dict((model_id, repo) for model_id, _layers, repo, _source in MODELS)
+# What exo_node_model_store must be for each source: a pattern and what to give instead.
+STORE_RE = {
+    "controller": (re.compile(r"^/[^\n]*$"), "an absolute path on the controller"),
+    "host": (re.compile(r"^/[^\s\"'\\$%;`]*$"), "an absolute path on the host without whitespace, quotes, "
+                                                "backslashes, '$', '%', ';' or '`'"),
+    "mirror": (re.compile(r"^https?://[^\s\"'\\$]+$"), "the http:// or https:// URL of a Hugging Face mirror, "
+                                                    "without whitespace, quotes, backslashes or '$'"),
+}
+# A path under these is hidden from exo by the unit's ProtectHome=yes.
+HIDDEN_PREFIXES = ("/home/", "/root/", "/run/user/")
+
+
+def _check_models(values):
+    models = values["exo_node_models"]
+    errors = ["exo_node_models entry %s is not a model exo's tinygrad engine serves; give one of %s"
+              % (show(model), ", ".join(sorted(MODEL_REPOS))) for model in models if model not in MODEL_REPOS]
+    source, store = values.get("exo_node_model_source"), str(values.get("exo_node_model_store") or "")
+    if models and source in STORE_RE:
+        pattern, what = STORE_RE[source]
+        if not pattern.match(store):
+            errors.append("exo_node_model_store is %s; with exo_node_model_source: %s and exo_node_models set, "
+                          "give %s" % (show(store), source, what))
+        elif source == "host" and (store.rstrip("/") + "/").startswith(HIDDEN_PREFIXES):
+            errors.append("exo_node_model_store is %s, which the instances cannot read (their unit hides /home, "
+                          "/root and /run/user); put the models elsewhere, such as /srv/models" % show(store))
+    return errors
 
 
 def check_account(values, account):

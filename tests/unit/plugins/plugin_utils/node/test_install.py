@@ -145,31 +145,33 @@ def test_an_index_requirement_for_another_name_needs_no_index():
 
 def test_the_venv_package_only_where_the_virtualenv_cannot_be_made_as_it_is():
     debian = dict(os_family="Debian", python_choice=CHOICE, python_version=VERSION_311)
-    assert install(venv=NO_VENV, ensurepip=NO_ENSUREPIP, **debian)["packages"] == ["python3.11-venv", "git"]
+    assert install(venv=NO_VENV, ensurepip=NO_ENSUREPIP, **debian)["packages"] == ["python3.11-venv", "git", "nftables"]
     # ensurepip skipped (the virtualenv exists) or present: no venv package
-    assert install(venv={"stat": {"exists": True}}, ensurepip={"skipped": True}, **debian)["packages"] == ["git"]
-    assert install(venv=NO_VENV, ensurepip={"rc": 0}, **debian)["packages"] == ["git"]
+    assert install(venv={"stat": {"exists": True}}, ensurepip={"skipped": True}, **debian)["packages"] == ["git", "nftables"]
+    assert install(venv=NO_VENV, ensurepip={"rc": 0}, **debian)["packages"] == ["git", "nftables"]
     # EL and the other families build ensurepip in; a path source needs no git
-    assert install(os_family="RedHat", venv=NO_VENV, ensurepip=NO_ENSUREPIP)["packages"] == ["git"]
+    assert install(os_family="RedHat", venv=NO_VENV, ensurepip=NO_ENSUREPIP)["packages"] == ["git", "nftables"]
     assert install(settings(exo_node_source="index", exo_node_index_requirement="exo-fork"),
-                   venv=NO_VENV, ensurepip=NO_ENSUREPIP, **debian)["packages"] == ["python3.11-venv"]
+                   venv=NO_VENV, ensurepip=NO_ENSUREPIP, **debian)["packages"] == ["python3.11-venv", "nftables"]
 
 
 def test_a_cpu_instance_brings_the_compiler_of_tinygrads_cpu_backend_before_the_facts_are_gathered():
     cpu, gpu = {"kind": "cpu", "name": "cpu"}, {"kind": "gpu", "name": "GPU-1"}
-    assert install(os_family="Debian", plan={"instances": [gpu, cpu]})["packages"] == ["git", "clang"]
-    assert install(os_family="Debian", plan={"instances": [gpu]})["packages"] == ["git"]
-    assert install(settings(exo_node_cpu_packages=["clang", "git"]), plan={"instances": [cpu]})["packages"] == ["git", "clang"]
-    assert install(settings(exo_node_cpu_packages=[]), plan={"instances": [cpu]})["packages"] == ["git"]
+    assert install(os_family="Debian", plan={"instances": [gpu, cpu]})["packages"] == ["git", "nftables", "clang"]
+    assert install(os_family="Debian", plan={"instances": [gpu]})["packages"] == ["git", "nftables"]
+    assert install(settings(exo_node_cpu_packages=["clang", "git"]), plan={"instances": [cpu]})["packages"] == ["git", "nftables", "clang"]
+    assert install(settings(exo_node_cpu_packages=[]), plan={"instances": [cpu]})["packages"] == ["git", "nftables"]
+    # nft loads the firewall's table; without the firewall it is not needed
+    assert install(settings(exo_node_firewall=False), plan={"instances": [gpu]})["packages"] == ["git"]
 
 
 def test_a_plan_without_facts_brings_the_compiler_where_a_cpu_instance_may_come():
     # The first facts came from an interpreter without nvidia-ml-py: the planner saw none.
     unknown = node_plan.plan(None, dict(PLAN_SETTINGS), "h", preview=True)
     assert unknown["instances"] == [] and "cpu" in unknown["backends"]
-    assert install(plan=unknown)["packages"] == ["git", "clang"]
+    assert install(plan=unknown)["packages"] == ["git", "nftables", "clang"]
     no_fallback = node_plan.plan(None, dict(PLAN_SETTINGS, exo_node_cpu_fallback=False), "h", preview=True)
-    assert install(plan=no_fallback)["packages"] == ["git"]
+    assert install(plan=no_fallback)["packages"] == ["git", "nftables"]
 
 
 @pytest.mark.parametrize("result, release", [

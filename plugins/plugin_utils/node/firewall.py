@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node role's network confinement: which addresses may open which ports of a host's instances.
+
+exo binds its HTTP API to every address and has no authentication, and its gRPC takes prompts and
+tensors from anyone who connects. The role confines both with one nftables table of its own
+(templates/firewall.nft.j2, table inet gpufleet_exo), loaded by exo-firewall.service: gRPC and
+discovery only from the ring (the addresses of every instance in the topology), the API only from
+the host itself and the networks in exo_node_api_clients. Everything else reaching those ports is
+refused; other ports and other tables are not the role's and are left as they are.
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import ipaddress
+
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
+
+TABLE = "gpufleet_exo"
+# nftables' name for each IP version's saddr match and set type.
+FAMILIES = ((4, "ip", "ipv4_addr"), (6, "ip6", "ipv6_addr"))
+
+
+def network(text):
+    """text as an IP network (an address is a /32 or /128); None when it is neither."""
+    try:
+        return ipaddress.ip_network(str(text).strip(), strict=False)
+    except ValueError:
+        return None
+
+
+def client_errors(clients):
+    """One message per exo_node_api_clients entry that is not an address or network."""
+    return ["exo_node_api_clients entry %s is not an IP address or network; give one such as 192.0.2.10, "
+            "192.0.2.0/24 or 2001:db8::/32" % show(entry)
+            for entry in clients if not isinstance(entry, str) or network(entry) is None]
+
+
+def address_error(address):
+    """Why exo_node_address cannot go into the firewall's ring (None: it can)."""
+    try:
+        ipaddress.ip_address(str(address).strip())
+    except ValueError:
+        return ("exo_node_address is %s, not an IP address; the firewall (exo_node_firewall) lets the ring's "
+                "addresses reach gRPC, so give the IP address the other nodes reach this host at, or set "
+                "exo_node_firewall: false" % show(address))
+    return None
+
+
+def _sets(name, networks):
+    """Two sets (IPv4 and IPv6) of networks, each as nftables writes its elements."""
+    result = []
+    for version, family, kind in FAMILIES:
+        members = sorted(set(n for n in networks if n.version == version), key=lambda n: (int(n.network_address), n.prefixlen))
+        result.append({"name": "%s%d" % (name, version), "family": family, "type": kind,
+                       "elements": [str(n.network_address) if n.num_addresses == 1 else str(n) for n in members]})
+    return result
+
+
+def firewall(instances, peers, clients, discovery):
+    """The table's contents for a host: {"table", "sets", "rules"}.
+
+    instances: the host's instances (their ports); peers: the topology's peers (node_cluster), whose
+    addresses make the ring; clients: exo_node_api_clients. Each rule lets one set reach some ports
+    and refuses everyone else there; the host's own loopback is always let through.
+    """
+    ring = [network(peer["address"]) for peer in peers.values()]
+    sets = _sets("ring", [n for n in ring if n is not None]) + _sets("clients", [network(c) for c in clients])
+    rules = [{"protocol": "tcp", "ports": sorted(i["ports"]["grpc"] for i in instances), "from": "ring", "what": "gRPC"},
+             {"protocol": "tcp", "ports": sorted(i["ports"]["api"] for i in instances), "from": "clients", "what": "API"}]
+    if discovery == "udp":
+        rules.append({"protocol": "udp", "ports": sorted(i["ports"]["udp"] for i in instances), "from": "ring",
+                      "what": "discovery"})
+    return {"table": TABLE, "sets": sets, "rules": rules}

@@ -1,0 +1,68 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node role's network confinement (plugins/plugin_utils/node/firewall.py): the ring and the API's
+clients as nftables sets, the ports each may reach, and the settings it refuses. The table itself is
+loaded and tried from other addresses in tests/integration/roles/test_node_firewall.py and the
+cluster scenario."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster, firewall
+from tests.helpers import plan_node_ok as ok, plan_node_refused as refused
+
+
+def sets(table):
+    return dict((s["name"], s["elements"]) for s in table["sets"])
+
+
+def test_the_ring_reaches_grpc_and_the_clients_the_api(probed):
+    mine = ok(probed["one"])["instances"]
+    theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g")["instances"]
+    peers, errors = cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": theirs})
+    assert errors == []
+    table = firewall.firewall(mine, peers, ["192.0.2.0/24", "2001:db8::7"], "manual")
+    assert table["table"] == "gpufleet_exo"
+    assert sets(table) == {"ring4": ["10.0.0.1", "10.0.0.2"], "ring6": [],
+                           "clients4": ["192.0.2.0/24"], "clients6": ["2001:db8::7"]}
+    assert [(r["protocol"], r["ports"], r["from"]) for r in table["rules"]] == [
+        ("tcp", [i["ports"]["grpc"] for i in mine], "ring"), ("tcp", [i["ports"]["api"] for i in mine], "clients")]
+
+
+def test_udp_discovery_ports_are_the_rings_too(probed):
+    mine = ok(probed["one"], exo_node_discovery="udp")["instances"]
+    table = firewall.firewall(mine, cluster.cluster("h", mine, ["h"], ["h"], {})[0], [], "udp")
+    assert table["rules"][-1] == {"protocol": "udp", "ports": [5678 + i["slot"] for i in mine], "from": "ring",
+                                  "what": "discovery"}
+    assert sets(table)["clients4"] == []
+
+
+@pytest.mark.parametrize("clients, elements", [
+    # an address in a network already listed, and a network given by a host address, as nftables writes them
+    (["10.1.0.0/16", "10.1.2.3", "10.1.2.3/16"], ["10.1.0.0/16", "10.1.2.3"]),
+    ([" 192.0.2.5 ", "192.0.2.5/32"], ["192.0.2.5"]),
+])
+def test_client_networks_are_written_as_nftables_reads_them(clients, elements):
+    assert sets(firewall.firewall([], {}, clients, "manual"))["clients4"] == elements
+
+
+@pytest.mark.parametrize("clients, message", [
+    (["192.0.2.300"], 'exo_node_api_clients entry "192.0.2.300" is not an IP address or network'),
+    (["gpu01.example.net"], 'exo_node_api_clients entry "gpu01.example.net" is not an IP address or network'),
+    ([True], "exo_node_api_clients entry is true; give a string"),
+])
+def test_clients_that_are_not_addresses_are_refused_by_name(probed, clients, message):
+    assert message in refused(probed["one"], exo_node_api_clients=clients)
+
+
+def test_a_name_as_the_address_is_refused_with_the_firewall_and_taken_without(probed):
+    assert 'exo_node_address is "gpu01.example.net", not an IP address' in refused(
+        probed["one"], exo_node_address="gpu01.example.net")
+    instances = ok(probed["one"], exo_node_address="gpu01.example.net", exo_node_firewall=False)["instances"]
+    assert all("--node-host=gpu01.example.net" in i["args"] for i in instances)
+
+
+def test_grpc_is_bound_to_the_hosts_address(probed):
+    assert all("--node-host=10.0.0.1" in i["args"] for i in ok(probed["one"])["instances"])
