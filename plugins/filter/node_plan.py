@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node role's planner as filters: node_settings (the role's variables checked), node_plan (one
-host's instances), node_cluster (the cluster), node_firewall (who may reach the instances), node_outcome (what a run found: missing device nodes,
+host's instances), node_cluster (the cluster), node_firewall (who may reach the instances), node_models (the models placed), node_outcome (what a run found: missing device nodes,
 exposure figures, the instances to restart), node_python (the Python that makes exo's virtualenv on
 the host's platform) and node_install (how exo gets into that virtualenv)."""
 from __future__ import absolute_import, division, print_function
@@ -13,6 +13,7 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as p
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_variables
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster as clusters
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import firewall as firewalls
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models as placements
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome as outcomes
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as pythons
 
@@ -35,6 +36,13 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
 
 def node_firewall(instances, cluster, clients, discovery):
     return firewalls.firewall(instances, cluster["peers"], clients, discovery)
+
+
+def node_models(settings, instances, host, store=None, placed=None, df=None):
+    values, errors = placements.model_settings(settings)
+    if errors:
+        return {"errors": ["host %s: %s" % (host, e) for e in errors], "summary": [], "repos": []}
+    return placements.plan(host, values, instances, store=store, placed=placed, df=df)
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
@@ -61,5 +69,5 @@ def node_settings(settings, host):
 
 class FilterModule(object):
     def filters(self):
-        return {"node_plan": node_plan, "node_cluster": node_cluster, "node_firewall": node_firewall, "node_outcome": node_outcome,
+        return {"node_plan": node_plan, "node_cluster": node_cluster, "node_firewall": node_firewall, "node_models": node_models, "node_outcome": node_outcome,
                 "node_python": node_python, "node_install": node_install, "node_settings": node_settings}

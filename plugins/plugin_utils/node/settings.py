@@ -113,7 +113,7 @@ def settings(raw):
     for name, check in (("exo_node_gpus", _check_gpus), ("exo_node_extra_args", _check_extra_args),
                         ("exo_node_extra_env", _check_extra_env), ("exo_node_device_allow_extra", _check_device_allow),
                         ("exo_node_api_clients", lambda v: client_errors(v["exo_node_api_clients"])),
-                        ("exo_node_models", _check_models)):
+                        ("exo_node_models", check_models)):
         if name in values:
             errors.extend(check(values))
     return values, errors
@@ -179,7 +179,7 @@ STORE_RE = {
 HIDDEN_PREFIXES = ("/home/", "/root/", "/run/user/")
 
 
-def _check_models(values):
+def check_models(values):
     models = values["exo_node_models"]
     errors = ["exo_node_models entry %s is not a model exo's tinygrad engine serves; give one of %s"
               % (show(model), ", ".join(sorted(MODEL_REPOS))) for model in models if model not in MODEL_REPOS]

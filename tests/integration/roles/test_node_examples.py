@@ -5,7 +5,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 __doc__ = """The node planner's examples, run as they are written: the EXAMPLES of the filters node_plan,
-node_cluster, node_firewall and node_outcome, one after the other in one play, as a user would chain them; and
+node_cluster, node_firewall, node_models and node_outcome, one after the other in one play, as a user would chain them; and
 node_python's and node_install's on this machine.
 
 They run on a simulated host with four H100s (tests/simulated/hosts.py "four": the simulated
@@ -30,7 +30,8 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
     play = ("- name: Run the examples\n  hosts: all\n  gather_facts: false\n"
             "  environment: %s\n  module_defaults:\n    gpufleet.exo.device_facts: %s\n  tasks:\n"
             % (json.dumps(env), json.dumps({"rootfs": root, "tinygrad": False, "timeout": 30})))
-    play += "".join(indent(examples("filter", name)) for name in ("node_plan", "node_cluster", "node_firewall", "node_outcome"))
+    play += "".join(indent(examples("filter", name)) for name in ("node_plan", "node_cluster", "node_firewall", "node_models",
+                                                         "node_outcome"))
     before = os.path.exists("/etc/exo/topology.json")
     proc = playbook(str(tmp_path), play, local(), check=True, diff=True)
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
@@ -47,6 +48,10 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
     allowed = proc.stdout.split("TASK [Show who may reach this host's exo instances]")[1]
     assert re.search(r'"gRPC",\s*\[\s*50051,\s*50052\s*\],\s*"ring"', allowed), allowed[:3000]
     assert re.search(r'"API",\s*\[\s*52415,\s*52416\s*\],\s*"clients"', allowed), allowed[:3000]
+    # this machine has no model store: the placement says so and what to do
+    placing = proc.stdout.split("TASK [Show what placing llama-3.2-1b would take, or why it cannot be placed]")[1]
+    assert "exo_node_model_store has no *.safetensors file of unsloth/Llama-3.2-1B-Instruct" in placing, placing[:3000]
+    assert "huggingface-cli download unsloth/Llama-3.2-1B-Instruct --local-dir /srv/exo-models/" in placing
     # this machine has none of the GPUs' device nodes
     note = proc.stdout.split("TASK [Say which are missing]")[1]
     assert '"msg": "host localhost: /dev/nvidia-uvm, /dev/nvidia-uvm-tools, /dev/nvidia0, /dev/nvidia3, ' \

@@ -1,0 +1,150 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The models the node role places, so that no exo node asks Hugging Face for them.
+
+exo e4238f9ef serves a model id from the repository its model card names for the engine
+(exo/models.py), read from EXO_HOME/downloads/<repository, / as --> (exo/download/new_shard_download.py,
+download_shard). Before it reads a file there it asks HF_ENDPOINT twice, 30 times each when no one
+answers: for the repository's file list (fetch_file_list_with_cache, whose answer it keeps in
+<tmp>/exo/<dir>--main--file_list.json) and for model.safetensors.index.json (get_weight_map, kept in
+<tmp>/exo/<dir>/). Each lookup is satisfied here:
+- the files: each instance's downloads/<dir>/<path> links to the repository's file in the store
+  (exo_node_data_dir/models/<repository> where the controller's copy lands, or the host's own store);
+- the file list: written in exo's cache with every file's size, which exo compares with the file's;
+- the weight map: a link to the repository's own index, or, for a single-file model without one,
+  an empty map, which exo reads as "every *.safetensors file" (hf_helpers.get_allow_patterns);
+- the cache itself: TMPDIR is EXO_HOME/tmp (instances.py), which PrivateTmp= does not empty.
+With exo_node_model_source: mirror the role places nothing; HF_ENDPOINT names the mirror (instances.py).
+"""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import posixpath
+
+from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import MODEL_REPOS, check_models
+
+INDEX = "model.safetensors.index.json"
+# exo's answer to a repository without an index: every *.safetensors file is the shard's.
+EMPTY_INDEX = json.dumps({"metadata": {}, "weight_map": {}}, sort_keys=True) + "\n"
+GB = 1e9
+
+
+# The variables the placement reads; the role checks all of them in its preflight.
+SETTINGS = ("exo_node_models", "exo_node_model_source", "exo_node_model_store", "exo_node_data_dir")
+
+
+def model_settings(raw):
+    """(values, errors): the placement's variables from raw, the role's defaults for those not given."""
+    defaults = role_settings.defaults("node")
+    values = dict((name, raw.get(name, defaults[name])) for name in SETTINGS)
+    try:
+        values["exo_node_models"] = role_settings.as_list("exo_node_models", values["exo_node_models"])
+    except role_settings.SettingError as problem:
+        return values, [str(problem)]
+    return values, check_models(values)
+
+
+def repositories(settings):
+    """The repositories of exo_node_models, in order, each once (ids of one repository share its files)."""
+    repos = []
+    for model in settings["exo_node_models"]:
+        repo = MODEL_REPOS.get(model)
+        if repo and repo not in repos:
+            repos.append(repo)
+    return repos
+
+
+def _found(results, root):
+    """{repo: {path relative to root/repo: size}} from a looped ansible.builtin.find over the repositories."""
+    found = {}
+    for result in (results or {}).get("results") or []:
+        prefix = posixpath.join(root, result["item"]) + "/"
+        found[result["item"]] = dict((f["path"][len(prefix):], f["size"]) for f in result.get("files") or []
+                                     if f["path"].startswith(prefix))
+    return found
+
+
+def _free_bytes(df):
+    """Bytes available from `df --output=avail -B1` (None when unknown)."""
+    lines = ((df or {}).get("stdout") or "").split()
+    return int(lines[-1]) if lines and lines[-1].isdigit() else None
+
+
+def plan(host, settings, instances, store=None, placed=None, df=None):
+    """What the role does for exo_node_models on host: {"errors", "repos", "copies", "store_dirs",
+    "dirs", "links", "seeds", "copy_bytes", "summary"}.
+
+    store: the looped find over the repositories in exo_node_model_store (on the controller or the
+    host); placed: the same over exo_node_data_dir/models on the host (controller source);
+    df: `df --output=avail -B1 exo_node_data_dir`. Each is None until its task has run.
+    """
+    result = {"errors": [], "repos": repositories(settings), "copies": [], "store_dirs": [], "dirs": [], "links": [],
+              "seeds": [], "copy_bytes": 0, "summary": []}
+    source = settings["exo_node_model_source"]
+    if not result["repos"] or source == "mirror" or store is None:
+        if result["repos"] and source == "mirror":
+            result["summary"] = ["models %s: from the mirror %s (HF_ENDPOINT), downloaded by exo itself"
+                                 % (", ".join(settings["exo_node_models"]), settings["exo_node_model_store"])]
+        return result
+    root = settings["exo_node_model_store"].rstrip("/")
+    where = "on the controller" if source == "controller" else "on the host"
+    found, have = _found(store, root), _found(placed, posixpath.join(settings["exo_node_data_dir"], "models"))
+    homes = sorted(set((i["home"], i["env"]["TMPDIR"]) for i in instances))
+    for repo in result["repos"]:
+        files = found.get(repo) or {}
+        if not any(path.endswith(".safetensors") for path in files):
+            result["errors"].append(
+                "host %s: exo_node_model_store has no *.safetensors file of %s (for exo_node_models %s) in %s/%s %s; "
+                "put the repository's files there (huggingface-cli download %s --local-dir %s/%s)"
+                % (host, repo, ", ".join(m for m in settings["exo_node_models"] if MODEL_REPOS.get(m) == repo),
+                   root, repo, where, repo, root, repo))
+            continue
+        missing = sum(size for path, size in files.items() if (have.get(repo) or {}).get(path) != size)
+        if source == "controller":
+            kept = posixpath.join(settings["exo_node_data_dir"], "models", repo)
+            result["copies"] += [{"src": posixpath.join(root, repo, path), "dest": posixpath.join(kept, path)}
+                                 for path in sorted(files)]
+            result["store_dirs"] += _parents(kept, files)
+            result["copy_bytes"] += missing
+        else:
+            kept = posixpath.join(root, repo)
+        name = repo.replace("/", "--")
+        for home, tmp in homes:
+            downloads = posixpath.join(home, "downloads", name)
+            result["dirs"] += _parents(downloads, files) + [posixpath.join(tmp, "exo", name)]
+            result["links"] += [{"src": posixpath.join(kept, path), "dest": posixpath.join(downloads, path)}
+                                for path in sorted(files)]
+            listing = [{"path": path, "size": size} for path, size in sorted(files.items())]
+            result["seeds"].append({"dest": posixpath.join(tmp, "exo", "%s--main--file_list.json" % name),
+                                    "content": json.dumps(listing, sort_keys=True) + "\n"})
+            index = posixpath.join(tmp, "exo", name, INDEX)
+            if INDEX in files:
+                result["links"].append({"src": posixpath.join(kept, INDEX), "dest": index})
+            else:
+                result["seeds"].append({"dest": index, "content": EMPTY_INDEX})
+        result["summary"].append("model %s: %d files, %.2f GB, %s" % (
+            repo, len(files), sum(files.values()) / GB,
+            "kept in %s (%.2f GB to copy from the controller)" % (kept, missing / GB)
+            if source == "controller" else "read from %s on the host" % kept))
+    free = _free_bytes(df)
+    if source == "controller" and free is not None and result["copy_bytes"] > free:
+        result["errors"].append("host %s: the models need %.2f GB more in %s (exo_node_data_dir) and it has %.2f GB "
+                                "free; free space there, or choose fewer exo_node_models"
+                                % (host, result["copy_bytes"] / GB, settings["exo_node_data_dir"], free / GB))
+    result["store_dirs"] = sorted(set(result["store_dirs"]))
+    result["dirs"] = sorted(set(result["dirs"]))
+    return result
+
+
+def _parents(top, files):
+    """top and every directory below it that holds one of files (relative paths)."""
+    dirs = set([top])
+    for path in files:
+        parent = posixpath.dirname(path)
+        while parent:
+            dirs.add(posixpath.join(top, parent))
+            parent = posixpath.dirname(parent)
+    return sorted(dirs)

@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The models the node role places (plugins/plugin_utils/node/models.py): from a store on disk, as
+ansible.builtin.find reports it, the copies, each instance's links and exo's cached answers, and what
+stops a placement. The role places the synthetic model for real in roles/node/molecule/serve."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+
+import pytest
+
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models
+from tests.helpers import plan_node_ok as ok
+
+REPO = "unsloth/Llama-3.2-1B-Instruct"
+FILES = {"model.safetensors": 1000, "config.json": 10, "tokenizer.json": 20, "sub/extra.txt": 3}
+
+
+def find(root, repos, files=FILES):
+    """ansible.builtin.find looped over repos in root, over files written there."""
+    results = []
+    for repo in repos:
+        found = []
+        for path, size in files.items():
+            full = os.path.join(root, repo, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "wb") as handle:
+                handle.write(b"x" * size)
+            found.append({"path": full, "size": size})
+        results.append({"item": repo, "files": found})
+    return {"results": results}
+
+
+def settings(**changes):
+    values = {"exo_node_models": ["llama-3.2-1b"], "exo_node_model_source": "controller",
+              "exo_node_model_store": "/store", "exo_node_data_dir": "/var/lib/exo"}
+    values.update(changes)
+    return values
+
+
+@pytest.fixture
+def instances(probed):
+    return ok(probed["one"])["instances"]
+
+
+def test_a_controller_store_is_copied_once_and_linked_into_every_instance(tmp_path, instances):
+    store = str(tmp_path / "store")
+    placement = models.plan("h", settings(exo_node_model_store=store + "/"), instances, store=find(store, [REPO]),
+                            df={"stdout": "Avail\n5000\n"})
+    assert placement["errors"] == []
+    kept = "/var/lib/exo/models/" + REPO
+    assert [c["dest"] for c in placement["copies"]] == [kept + "/" + p for p in sorted(FILES)]
+    assert placement["copy_bytes"] == sum(FILES.values())
+    assert placement["store_dirs"] == [kept, kept + "/sub"]
+    # each instance: its downloads link to the host's copy, and exo's two answers are in its TMPDIR
+    home = instances[-1]["home"]
+    assert {"src": kept + "/model.safetensors",
+            "dest": home + "/downloads/unsloth--Llama-3.2-1B-Instruct/model.safetensors"} in placement["links"]
+    seeds = dict((s["dest"], s["content"]) for s in placement["seeds"])
+    listing = json.loads(seeds[home + "/tmp/exo/unsloth--Llama-3.2-1B-Instruct--main--file_list.json"])
+    assert listing == [{"path": p, "size": FILES[p]} for p in sorted(FILES)]
+    assert json.loads(seeds[home + "/tmp/exo/unsloth--Llama-3.2-1B-Instruct/model.safetensors.index.json"]) == \
+        {"metadata": {}, "weight_map": {}}
+    assert len(placement["seeds"]) == 2 * len(instances)
+
+
+def test_files_already_there_are_not_counted_and_too_little_space_stops_the_run(tmp_path, instances):
+    store, data = str(tmp_path / "store"), str(tmp_path / "data")
+    placed = find(os.path.join(data, "models"), [REPO], {"model.safetensors": 1000})
+    placement = models.plan("h", settings(exo_node_model_store=store, exo_node_data_dir=data), instances,
+                            store=find(store, [REPO]), placed=placed, df={"stdout": "Avail\n20\n"})
+    assert placement["copy_bytes"] == 33
+    assert placement["errors"] == ["host h: the models need 0.00 GB more in %s (exo_node_data_dir) and it has 0.00 GB "
+                                   "free; free space there, or choose fewer exo_node_models" % data]
+
+
+def test_a_repository_index_is_linked_and_a_host_store_is_read_where_it_is(tmp_path, instances):
+    store = str(tmp_path / "store")
+    files = dict(FILES, **{"model.safetensors.index.json": 5})
+    placement = models.plan("h", settings(exo_node_model_source="host", exo_node_model_store=store), instances,
+                            store=find(store, [REPO], files))
+    assert placement["copies"] == [] and placement["copy_bytes"] == 0
+    home = instances[0]["home"]
+    assert {"src": "%s/%s/model.safetensors.index.json" % (store, REPO),
+            "dest": home + "/tmp/exo/unsloth--Llama-3.2-1B-Instruct/model.safetensors.index.json"} in placement["links"]
+
+
+def test_a_store_without_the_model_is_refused_with_what_to_do(tmp_path, instances):
+    placement = models.plan("h", settings(exo_node_models=["llama-3.2-1b", "llama-3.2-1b-8bit"]), instances,
+                            store={"results": [{"item": REPO, "files": []}]})
+    assert placement["errors"] == [
+        "host h: exo_node_model_store has no *.safetensors file of %s (for exo_node_models llama-3.2-1b, "
+        "llama-3.2-1b-8bit) in /store/%s on the controller; put the repository's files there "
+        "(huggingface-cli download %s --local-dir /store/%s)" % (REPO, REPO, REPO, REPO)]
+
+
+def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
+    mirror = settings(exo_node_model_source="mirror", exo_node_model_store="http://mirror.example:8080/")
+    placement = models.plan("h", mirror, [], store={"results": []})
+    assert placement["links"] == [] and placement["summary"] == [
+        "models llama-3.2-1b: from the mirror http://mirror.example:8080/ (HF_ENDPOINT), downloaded by exo itself"]
+    instances = ok(probed["one"], **mirror)["instances"]
+    assert set(i["env"]["HF_ENDPOINT"] for i in instances) == {"http://mirror.example:8080"}
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"exo_node_models": ["llama-9"]}, 'exo_node_models entry "llama-9" is not a model exo\'s tinygrad engine serves'),
+    ({"exo_node_model_store": ""}, 'exo_node_model_store is ""; with exo_node_model_source: controller'),
+    ({"exo_node_model_source": "host", "exo_node_model_store": "/home/me/models"},
+     "which the instances cannot read (their unit hides /home"),
+    ({"exo_node_model_source": "mirror", "exo_node_model_store": "ftp://x"}, "give the http:// or https:// URL"),
+])
+def test_model_settings_that_cannot_work_are_refused_by_name(changes, message):
+    values, errors = models.model_settings(settings(**changes))
+    assert len(errors) == 1 and message in errors[0], errors
