@@ -57,6 +57,8 @@ run_molecule() {
   (cd roles/driver && molecule test)
   (cd roles/node && molecule test)
   tests/containers/image.sh debian12-exo && (cd roles/node && molecule test -s cluster)
+  # Real inference: the serve scenario loads a 2.5 GB model per host, after cluster is gone.
+  (cd roles/node && molecule test -s serve)
 }
 
 # The README's main command, twice: the second run must change nothing.

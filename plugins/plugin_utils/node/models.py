@@ -89,9 +89,11 @@ def plan(host, settings, instances, store=None, placed=None, df=None):
             result["summary"] = ["models %s: from the mirror %s (HF_ENDPOINT), downloaded by exo itself"
                                  % (", ".join(settings["exo_node_models"]), settings["exo_node_model_store"])]
         return result
-    root = settings["exo_node_model_store"].rstrip("/")
+    # ansible.builtin.find reports normalised paths.
+    root = posixpath.normpath(settings["exo_node_model_store"])
     where = "on the controller" if source == "controller" else "on the host"
-    found, have = _found(store, root), _found(placed, posixpath.join(settings["exo_node_data_dir"], "models"))
+    found = _found(store, root)
+    have = _found(placed, posixpath.normpath(posixpath.join(settings["exo_node_data_dir"], "models")))
     homes = sorted(set((i["home"], i["env"]["TMPDIR"]) for i in instances))
     for repo in result["repos"]:
         files = found.get(repo) or {}

@@ -48,7 +48,9 @@ def instances(probed):
 
 def test_a_controller_store_is_copied_once_and_linked_into_every_instance(tmp_path, instances):
     store = str(tmp_path / "store")
-    placement = models.plan("h", settings(exo_node_model_store=store + "/"), instances, store=find(store, [REPO]),
+    # a store given with ".." and a trailing slash, as find reports it: normalised
+    given = os.path.join(store, "..", "store") + "/"
+    placement = models.plan("h", settings(exo_node_model_store=given), instances, store=find(store, [REPO]),
                             df={"stdout": "Avail\n5000\n"})
     assert placement["errors"] == []
     kept = "/var/lib/exo/models/" + REPO
