@@ -11,7 +11,7 @@ module: chat_completion
 short_description: Send one streamed chat completion to an exo instance and time it
 version_added: 1.0.0
 description:
-  - Sends one chat completion with C("stream": true) to the exo instance listening on O(port) of
+  - Sends one chat completion, streamed, to the exo instance listening on O(port) of
     127.0.0.1 (C(POST /v1/chat/completions)), reads the stream to its end and returns the text,
     the time to the first token and the tokens per second after it.
   - exo runs the request through its whole ring, so one instance answers for the ring.
