@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node role's planner as filters: node_settings (the role's variables checked), node_plan (one
-host's instances), node_cluster (the cluster), node_firewall (who may reach the instances), node_models (the models placed), node_outcome (what a run found: missing device nodes,
+host's instances), node_cluster (the cluster), node_firewall (who may reach the instances),
+node_models (the models placed), node_outcome (what a run found: missing device nodes,
 exposure figures, the instances to restart), node_python (the Python that makes exo's virtualenv on
 the host's platform) and node_install (how exo gets into that virtualenv)."""
 from __future__ import absolute_import, division, print_function

@@ -43,8 +43,10 @@ options:
 attributes:
   check_mode:
     support: none
+    description: It would run the model; in check mode it is skipped.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to show.
 """
 
 EXAMPLES = r"""

@@ -38,8 +38,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: It only reads exo's topology, in check mode as otherwise.
   diff_mode:
     support: none
+    description: Nothing changes, so there is nothing to show.
 """
 
 EXAMPLES = r"""
@@ -89,8 +91,8 @@ def main():
                            timeout=dict(type="float", default=180)),
         supports_check_mode=True)
     instances, waited = wait_for_ring(module.params["ports"], module.params["members"], module.params["timeout"])
-    late = ["port %d: %s" % (i["port"], i["error"] or "lists %s, not %s" % (", ".join(i["nodes"]) or "no node",
-                                                                          ", ".join(i["missing"])))
+    late = ["port %d: %s" % (i["port"], i["error"] or "lists %s, not %s"
+                             % (", ".join(i["nodes"]) or "no node", ", ".join(i["missing"])))
             for i in instances if i["error"] or i["missing"]]
     if late:
         module.fail_json(msg="exo instances that do not see their whole ring after %s s: %s; see journalctl -u 'exo@*' "

@@ -170,10 +170,10 @@ MODEL_REPOS = dict((model_id, repo) for model_id, _layers, repo, _source in MODE
 # What exo_node_model_store must be for each source: a pattern and what to give instead.
 STORE_RE = {
     "controller": (re.compile(r"^/[^\n]*$"), "an absolute path on the controller"),
-    "host": (re.compile(r"^/[^\s\"'\\$%;`]*$"), "an absolute path on the host without whitespace, quotes, "
-                                                "backslashes, '$', '%', ';' or '`'"),
-    "mirror": (re.compile(r"^https?://[^\s\"'\\$]+$"), "the http:// or https:// URL of a Hugging Face mirror, "
-                                                    "without whitespace, quotes, backslashes or '$'"),
+    "host": (re.compile(r"^/[^\s\"'\\$%;`]*$"),
+             "an absolute path on the host without whitespace, quotes, backslashes, '$', '%', ';' or '`'"),
+    "mirror": (re.compile(r"^https?://[^\s\"'\\$]+$"),
+               "the http:// or https:// URL of a Hugging Face mirror, without whitespace, quotes, backslashes or '$'"),
 }
 # A path under these is hidden from exo by the unit's ProtectHome=yes.
 HIDDEN_PREFIXES = ("/home/", "/root/", "/run/user/")

@@ -30,8 +30,8 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
     play = ("- name: Run the examples\n  hosts: all\n  gather_facts: false\n"
             "  environment: %s\n  module_defaults:\n    gpufleet.exo.device_facts: %s\n  tasks:\n"
             % (json.dumps(env), json.dumps({"rootfs": root, "tinygrad": False, "timeout": 30})))
-    play += "".join(indent(examples("filter", name)) for name in ("node_plan", "node_cluster", "node_firewall", "node_models",
-                                                         "node_outcome"))
+    names = ("node_plan", "node_cluster", "node_firewall", "node_models", "node_outcome")
+    play += "".join(indent(examples("filter", name)) for name in names)
     before = os.path.exists("/etc/exo/topology.json")
     proc = playbook(str(tmp_path), play, local(), check=True, diff=True)
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]

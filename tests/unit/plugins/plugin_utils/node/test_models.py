@@ -19,8 +19,9 @@ REPO = "unsloth/Llama-3.2-1B-Instruct"
 FILES = {"model.safetensors": 1000, "config.json": 10, "tokenizer.json": 20, "sub/extra.txt": 3}
 
 
-def find(root, repos, files=FILES):
-    """ansible.builtin.find looped over repos in root, over files written there."""
+def find(root, repos, files=None):
+    """ansible.builtin.find looped over repos in root, over files written there (FILES by default)."""
+    files = FILES if files is None else files
     results = []
     for repo in repos:
         found = []
