@@ -123,7 +123,7 @@ run_matrix() {
     echo "--- ansible-core $release (supported until ${entry#*:})"
     venv=$(release_venv "$release")
     export PATH=$PWD/$venv/bin:$old_path
-    ansible --version | head -n 1
+    ansible --version | sed -n 1p
     if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" unit "* ]]; then run_unit; fi
     if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" sanity "* ]]; then run_sanity; fi
     ansible-playbook --syntax-check site.yml playbooks/facts.yml >/dev/null
