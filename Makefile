@@ -1,5 +1,5 @@
 # Entry points. Each one installs what it needs first (scripts/bootstrap.sh).
-.PHONY: site facts test unit sanity lint integration site-test molecule bench bench-fleet build clean
+.PHONY: site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet build docs clean
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
@@ -14,7 +14,7 @@ facts:
 test:
 	tests/run.sh all
 
-unit sanity lint integration molecule:
+unit sanity matrix lint integration molecule:
 	tests/run.sh $@
 
 # The main job, run twice on this machine: the second run must change nothing.
@@ -33,6 +33,11 @@ bench-fleet:
 build:
 	@scripts/bootstrap.sh
 	.venv/bin/ansible-galaxy collection build --force --output-path .build/dist .
+
+# The docs site in .build/docs-site/html (antsibull-docs and Sphinx, offline).
+docs:
+	@scripts/bootstrap.sh --tests
+	.venv/bin/python scripts/docs-site.py
 
 clean:
 	rm -rf .build .venv

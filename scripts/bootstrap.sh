@@ -37,21 +37,30 @@ if [ ! -x .venv/bin/python ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
 fi
 
-stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
+# install_once NAME ARG...: pip-install the requirements files and requirement strings given, unless
+# the same set was installed before (a marker in .venv named after their hash).
 install_once() {
   local name=$1; shift
-  local marker
-  marker=".venv/.installed-$name-$(stamp "$@")"
+  local marker arg args=()
+  for arg in "$@"; do
+    if [ -f "$arg" ]; then args+=(-r "$arg"); else args+=("$arg"); fi
+  done
+  marker=".venv/.installed-$name-$( { printf '%s\n' "$@"; for arg in "$@"; do if [ -f "$arg" ]; then cat "$arg"; fi; done; } \
+    | sha256sum | cut -c1-16)"
   [ -e "$marker" ] && return 0
   echo "bootstrap: installing $*"
-  local args=()
-  for file in "$@"; do args+=(-r "$file"); done
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "${args[@]}"
   rm -f .venv/.installed-"$name"-*
   touch "$marker"
 }
-install_once runtime requirements.txt
-$want_tests && install_once tests requirements.txt tests/requirements.txt tests/containers/requirements.txt
+# ansible-core is the controller's, not the collection's: its requirements leave it out, and the
+# release comes from what meta/runtime.yml claims (pip takes the newest that this Python runs).
+# The local inventory manages this machine with the venv's own Python, so the probe's libraries for
+# managed hosts go in too.
+core="ansible-core$(sed -n 's/^requires_ansible: *"\(.*\)"$/\1/p' meta/runtime.yml)"
+install_once runtime "$core" requirements.txt requirements-hosts.txt
+$want_tests && install_once tests "$core" requirements.txt requirements-hosts.txt tests/requirements.txt \
+  tests/tools-requirements.txt tests/containers/requirements.txt
 
 mkdir -p .build/collections/ansible_collections/gpufleet
 ln -sfn ../../../.. .build/collections/ansible_collections/gpufleet/exo

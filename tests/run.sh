@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run the test suites: tests/run.sh [all|unit|sanity|lint|integration|site|molecule]...
+# Run the test suites: tests/run.sh [all|unit|sanity|matrix|lint|integration|site|molecule]...
 # It installs what it needs first: the virtualenv and pip packages (scripts/bootstrap.sh), and the
 # Debian packages and container images the sanity and molecule suites use.
 set -euo pipefail
@@ -25,11 +25,14 @@ run_unit() {
 }
 
 # ansible-test wants the collection at ansible_collections/<ns>/<name> inside a git work tree, and
-# downloads a pip bootstrap script, which this offline machine cannot: give it a local one.
+# downloads a pip bootstrap script, which this offline machine cannot: give it a local one. It runs
+# the ansible-test of the python on PATH (tests/matrix.sh puts each release's venv first).
 run_sanity() {
   apt_install shellcheck
-  local tree=.build/sanity/ansible_collections/gpufleet/exo
-  rm -rf .build/sanity && mkdir -p "$tree"
+  local top tree
+  top=.build/sanity/$(python -c 'from ansible.release import __version__; print(__version__)')
+  tree=$top/ansible_collections/gpufleet/exo
+  rm -rf "$top" && mkdir -p "$tree"
   git ls-files -co --exclude-standard -z | xargs -0 cp --parents -t "$tree"
   (cd "$tree" && git init -q && git add -A)
   tests/sanity/offline-get-pip.sh
@@ -61,6 +64,79 @@ run_molecule() {
   (cd roles/node && molecule test -s serve)
 }
 
+# The ansible-core releases the collection claims (meta/runtime.yml, the roles' min_ansible_version):
+# every release still supported, oldest first, with the month its support ends (ansible-core's
+# release and maintenance schedule; docs/layout.md, "The ansible-core matrix").
+RELEASES=(2.18:2026-11 2.19:2027-05 2.20:2027-11 2.21:2028-05)
+# The oldest Python of the managed hosts the roles claim (EL 9's); the newest is this venv's own.
+OLDEST_HOST_PYTHON=3.9
+
+# release_venv RELEASE: a venv with that ansible-core, the controller's and managed hosts' packages
+# and the test suites' (.build/matrix/RELEASE, made once per set of requirements), or .venv where it
+# already holds that release. Made with .venv's own interpreter, the Python the bootstrap chose.
+release_venv() {
+  local release=$1 venv=.build/matrix/$1 marker
+  if [ "$(.venv/bin/python -c 'import ansible.release as r; print(".".join(r.__version__.split(".")[:2]))')" = "$release" ]; then
+    echo .venv
+    return 0
+  fi
+  marker=$venv/.installed-$(cat requirements.txt requirements-hosts.txt tests/requirements.txt | sha256sum | cut -c1-16)
+  if [ ! -e "$marker" ]; then
+    rm -rf "$venv"
+    .venv/bin/python -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "ansible-core==$release.*" \
+      -r requirements.txt -r requirements-hosts.txt -r tests/requirements.txt >&2
+    touch "$marker"
+  fi
+  echo "$venv"
+}
+
+host_python() {
+  local python
+  for python in "$(command -v "python$1" 2>/dev/null || true)" "$(pyenv root 2>/dev/null || echo /nonexistent)"/versions/"$1".*/bin/python"$1"; do
+    if [ -x "$python" ] && "$python" -c 'import sys' 2>/dev/null; then echo "$python"; return 0; fi
+  done
+  echo "matrix: no Python $1 on this machine for the oldest managed hosts' Python; install it (pyenv install $1)" >&2
+  return 1
+}
+
+# The main job's probe play on this machine, as make facts runs it, with the managed host's modules
+# on the given Python: the play must end with no failure.
+facts_play() {
+  local release=$1 python=$2 log
+  log=.build/matrix/facts-$release-$("$python" -c 'import sys; print("%d.%d" % sys.version_info[:2])').log
+  ansible-playbook playbooks/facts.yml -e "ansible_python_interpreter=$python" \
+    -e "fleet_report_dir=$PWD/.build/matrix/reports-$release" >"$log" 2>&1 \
+    || { tail -n 40 "$log" >&2; echo "matrix: ansible-core $release: playbooks/facts.yml failed on $python ($log)" >&2; return 1; }
+  grep -Eq 'localhost +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0 ' "$log" \
+    || { echo "matrix: ansible-core $release: playbooks/facts.yml did not end cleanly on $python ($log)" >&2; return 1; }
+}
+
+# Per release: the unit tests, ansible-test sanity, the playbooks' syntax; on the oldest and the
+# newest, the probe play with the managed hosts' oldest and newest Python. The release .venv holds
+# is left to the unit and sanity suites when they run in the same call.
+run_matrix() {
+  local entry release venv oldest newest old_path=$PATH
+  oldest=${RELEASES[0]%%:*}
+  newest=${RELEASES[${#RELEASES[@]}-1]%%:*}
+  mkdir -p .build/matrix
+  for entry in "${RELEASES[@]}"; do
+    release=${entry%%:*}
+    echo "--- ansible-core $release (supported until ${entry#*:})"
+    venv=$(release_venv "$release")
+    export PATH=$PWD/$venv/bin:$old_path
+    ansible --version | sed -n 1p
+    if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" unit "* ]]; then run_unit; fi
+    if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" sanity "* ]]; then run_sanity; fi
+    ansible-playbook --syntax-check site.yml playbooks/facts.yml >/dev/null
+    if [ "$release" = "$oldest" ] || [ "$release" = "$newest" ]; then
+      facts_play "$release" "$PWD/$venv/bin/python"
+      facts_play "$release" "$(host_python "$OLDEST_HOST_PYTHON")"
+    fi
+  done
+  export PATH=$old_path
+}
+
 # The README's main command, twice: the second run must change nothing.
 run_site() {
   ansible-playbook site.yml
@@ -71,7 +147,7 @@ run_site() {
 
 suites=("$@")
 if [ ${#suites[@]} -eq 0 ] || [ "${suites[0]}" = all ]; then
-  suites=(unit sanity lint integration site molecule)
+  suites=(unit sanity matrix lint integration site molecule)
 fi
 for suite in "${suites[@]}"; do
   echo "=== $suite"

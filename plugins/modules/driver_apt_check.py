@@ -17,7 +17,7 @@ description:
   - Says what stands in the way, in words, in RV(problems) - a branch the release does not carry, a package
     without a candidate, kernel headers the distribution has none of for the running kernel, a kernel module
     and an NVML library of different versions, apt's own refusal - and in RV(notes) what it leaves out.
-  - Returns the sources file the role M(gpufleet.exo.driver) manages - only the components the host's own
+  - Returns the sources file the role P(gpufleet.exo.driver#role) manages - only the components the host's own
     sources lack - and the packages to ask apt for.
   - Used by the role's preflight with the plan of P(gpufleet.exo.driver_plan#filter); it never fails
     because of what it finds.

@@ -16,7 +16,7 @@ description:
     carries the driver's packages, and that the other packages (C(kernel-devel) of the running kernel, C(dkms))
     are available.
   - Says what stands in the way, in words, in RV(problems); it never fails because of what it finds.
-  - Used by the preflight of the role M(gpufleet.exo.driver) with the plan of P(gpufleet.exo.driver_plan#filter).
+  - Used by the preflight of the role P(gpufleet.exo.driver#role) with the plan of P(gpufleet.exo.driver_plan#filter).
 author:
   - gpufleet.exo contributors (@gpufleet)
 options:

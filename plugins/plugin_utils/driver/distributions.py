@@ -113,7 +113,7 @@ UBUNTU = {
     "fabric_manager": {"package": "nvidia-fabricmanager-%(branch)s", "install": "%(package)s=%(version)s-*"},
 }
 
-# RHEL, Rocky Linux, AlmaLinux and CentOS Stream 8 and 9: NVIDIA's CUDA repository, with the branch
+# RHEL, Rocky Linux, AlmaLinux and CentOS Stream 9: NVIDIA's CUDA repository, with the branch
 # chosen and locked by a module stream of nvidia-driver (<branch>-dkms or <branch>-open), the kernel
 # module built by DKMS from EPEL.
 REDHAT = {
@@ -122,8 +122,13 @@ REDHAT = {
     "package_manager": "dnf",
     "release_fact": "distribution_major_version",
     "releases": {
-        "8": {"repo": "rhel8", "default_branch": "580", "branches": PRODUCTION_BRANCHES},
         "9": {"repo": "rhel9", "default_branch": "580", "branches": PRODUCTION_BRANCHES},
+    },
+    # Releases the role no longer installs on, and why.
+    "dropped": {
+        "8": "EL 8's dnf Python bindings exist only for its platform Python 3.6, and the ansible-core releases "
+             "this collection supports (2.18 and later) run no module on Python 3.6, so ansible.builtin.dnf cannot "
+             "work there with any interpreter",
     },
     # CUDA repository directory per machine architecture.
     "cuda_arches": {"x86_64": "x86_64", "aarch64": "sbsa"},
@@ -150,8 +155,8 @@ REDHAT = {
 }
 
 FAMILIES = (DEBIAN, UBUNTU, REDHAT)
-FABRIC_MANAGER_DISTRIBUTIONS = "Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaLinux and CentOS Stream 8 and 9"
-SUPPORTED = ("Debian 12 and 13, Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaLinux and CentOS Stream 8 and 9")
+FABRIC_MANAGER_DISTRIBUTIONS = "Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaLinux and CentOS Stream 9"
+SUPPORTED = ("Debian 12 and 13, Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaLinux and CentOS Stream 9")
 
 
 def family(distribution):

@@ -400,6 +400,12 @@ def _distribution_plan(host, facts, s, raw, decided, kernel_module, problems):
                         % (why, facts.get("distribution"), facts.get("distribution_version"), distributions.SUPPORTED))
         return None, None
     release = table["releases"].get(str(facts.get(table["release_fact"])))
+    dropped = table.get("dropped", {}).get(str(facts.get(table["release_fact"])))
+    if dropped:
+        problems.append("host %s but runs %s %s, which this role no longer installs on: %s. Install the driver "
+                        "yourself; the host will then read as healthy." % (
+                            why, facts["distribution"], facts.get(table["release_fact"]), dropped))
+        return None, None
     if release is None:
         problems.append("host %s but runs %s %s; the releases this role knows for %s are %s. Install the driver "
                         "yourself; the host will then read as healthy." % (

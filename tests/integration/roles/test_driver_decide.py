@@ -24,8 +24,8 @@ UBUNTU_2404 = {"distribution": "Ubuntu", "version": "24.04", "os_family": "Debia
                "kernel": "6.8.0-45-generic"}
 ROCKY_9 = {"distribution": "Rocky", "version": "9.4", "os_family": "RedHat", "pkg_mgr": "dnf",
            "kernel": "5.14.0-427.13.1.el9_4.x86_64"}
-RHEL_8 = {"distribution": "RedHat", "version": "8.10", "os_family": "RedHat", "pkg_mgr": "dnf",
-          "kernel": "4.18.0-553.el8_10.x86_64", "architecture": "aarch64"}
+RHEL_9 = {"distribution": "RedHat", "version": "9.6", "os_family": "RedHat", "pkg_mgr": "dnf",
+          "kernel": "5.14.0-570.12.1.el9_6.x86_64", "architecture": "aarch64"}
 DEBIAN_13 = {"distribution": "Debian", "version": "13", "os_family": "Debian", "pkg_mgr": "apt",
              "kernel": "6.12.38+deb13-amd64"}
 DEBIAN_11 = {"distribution": "Debian", "version": "11", "os_family": "Debian", "pkg_mgr": "apt",
@@ -62,9 +62,9 @@ CASES = {
                                  {"exo_driver_open_kernel_modules": True, "exo_driver_ubuntu_modules": "prebuilt",
                                   "exo_driver_branch": "570"}, dict(UBUNTU_2404, **METAL), None),
     "rocky9": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, dict(ROCKY_9, **METAL), None),
-    "rhel8_open_full": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None,
+    "rhel9_open_full": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None,
                         {"exo_driver_open_kernel_modules": True, "exo_driver_flavor": "full"},
-                        dict(RHEL_8, **METAL), None),
+                        dict(RHEL_9, **METAL), None),
     "debian13": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {}, dict(DEBIAN_13, **METAL), None),
     "debian12_tesla470": ([simsysfs.nvidia_gpu(GPU0, driver="none")], None, {"exo_driver_branch": 470},
                           dict(DEBIAN_13, version="12", kernel="6.1.0-25-amd64", **METAL), None),
@@ -242,14 +242,14 @@ def test_simulated_rocky9_plan(planned):
     assert plan["initramfs_command"] == ["dracut", "--force"]
 
 
-def test_simulated_rhel8_open_full_plan_on_arm(planned):
-    plan = planned["rhel8_open_full"]["plan"]
+def test_simulated_rhel9_open_full_plan_on_arm(planned):
+    plan = planned["rhel9_open_full"]["plan"]
     assert plan["module_stream"] == "nvidia-driver:580-open"
-    assert plan["kernel_packages"] == ["kmod-nvidia-open-dkms", "kernel-devel-4.18.0-553.el8_10.x86_64"]
+    assert plan["kernel_packages"] == ["kmod-nvidia-open-dkms", "kernel-devel-5.14.0-570.12.1.el9_6.x86_64"]
     assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open"]
     epel, cuda = plan["repositories"]
-    assert epel["package"] == "https://dl.fedoraproject.org/pub/epel/epel-release-latest-8.noarch.rpm"
-    assert cuda["baseurl"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel8/sbsa"
+    assert epel["package"] == "https://dl.fedoraproject.org/pub/epel/epel-release-latest-9.noarch.rpm"
+    assert cuda["baseurl"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/sbsa"
 
 
 # ---- refused before any change --------------------------------------------------------------------

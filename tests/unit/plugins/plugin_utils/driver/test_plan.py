@@ -44,8 +44,10 @@ UBUNTU_2404_ARM = dict(UBUNTU_2204, distribution_version="24.04", distribution_m
                        kernel="6.8.0-45-generic", architecture="aarch64")
 ROCKY_9 = dict(METAL, distribution="Rocky", distribution_version="9.4", distribution_major_version="9",
                kernel="5.14.0-427.13.1.el9_4.x86_64", architecture="x86_64")
-RHEL_8_ARM = dict(METAL, distribution="RedHat", distribution_version="8.10", distribution_major_version="8",
-                  kernel="4.18.0-553.el8_10.aarch64", architecture="aarch64")
+RHEL_9_ARM = dict(METAL, distribution="RedHat", distribution_version="9.6", distribution_major_version="9",
+                  kernel="5.14.0-570.12.1.el9_6.aarch64", architecture="aarch64")
+RHEL_8 = dict(RHEL_9_ARM, distribution_version="8.10", distribution_major_version="8", kernel="4.18.0-553.el8_10.x86_64",
+              architecture="x86_64")
 ARCH = dict(METAL, distribution="Archlinux", distribution_version="rolling", distribution_major_version="rolling",
             kernel="6.10.1-arch1-1", architecture="x86_64")
 
@@ -236,14 +238,20 @@ def test_el_plans_and_their_dnf_check(probed):
         "stream_packages": ["nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"],
         "other_packages": ["kernel-devel-5.14.0-427.13.1.el9_4.x86_64", "dkms"],
         "kernel": "5.14.0-427.13.1.el9_4.x86_64", "distribution": "Rocky 9"}
-    arm = ok(probed["no_driver"], RHEL_8_ARM, exo_driver_open_kernel_modules=True, exo_driver_flavor="full",
+    arm = ok(probed["no_driver"], RHEL_9_ARM, exo_driver_open_kernel_modules=True, exo_driver_flavor="full",
              exo_driver_extra_packages="nvidia-settings")
     assert arm["plan"]["module_stream"] == "nvidia-driver:580-open"
     assert arm["plan"]["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open", "nvidia-settings"]
     assert arm["plan"]["repositories"][0]["package"] == \
-        "https://dl.fedoraproject.org/pub/epel/epel-release-latest-8.noarch.rpm"
-    assert arm["plan"]["repositories"][1]["baseurl"].endswith("/rhel8/sbsa")
-    assert arm["package_check"]["other_packages"] == ["kernel-devel-4.18.0-553.el8_10.aarch64", "nvidia-settings", "dkms"]
+        "https://dl.fedoraproject.org/pub/epel/epel-release-latest-9.noarch.rpm"
+    assert arm["plan"]["repositories"][1]["baseurl"].endswith("/rhel9/sbsa")
+    assert arm["package_check"]["other_packages"] == ["kernel-devel-5.14.0-570.12.1.el9_6.aarch64", "nvidia-settings",
+                                                      "dkms"]
+
+
+def test_el8_is_refused_with_the_reason(probed):
+    refused(probed["no_driver"], "runs RedHat 8, which this role no longer installs on: EL 8's dnf Python bindings "
+            "exist only for its platform Python 3.6", "Install the driver yourself", distribution=RHEL_8)
 
 
 # ---- settings as users write them ---------------------------------------------------------------
