@@ -9,10 +9,14 @@ download_shard). Before it reads a file there it asks HF_ENDPOINT twice, 30 time
 answers: for the repository's file list (fetch_file_list_with_cache, whose answer it keeps in
 <tmp>/exo/<dir>--main--file_list.json) and for model.safetensors.index.json (get_weight_map, kept in
 <tmp>/exo/<dir>/). Each lookup is satisfied here:
-- the files: each instance's downloads/<dir>/<path> links to the repository's file in the store
-  (exo_node_data_dir/models/<repository> where the controller's copy lands, or the host's own store);
+- the files: each instance's downloads/<dir>/<path> is a hard link to the host's one copy of the
+  repository, exo_node_data_dir/models/<repository>, copied there from the store on the controller
+  or on the host. A link, not the file itself, so that several instances share one copy; a hard
+  link owned by exo and inside EXO_HOME, because tinygrad opens a safetensors file read-write
+  (tinygrad/runtime/ops_disk.py, _might_open: O_RDWR|O_CREAT), which a symbolic link into a store
+  the unit keeps read-only (ProtectSystem=strict) or root owns would refuse;
 - the file list: written in exo's cache with every file's size, which exo compares with the file's;
-- the weight map: a link to the repository's own index, or, for a single-file model without one,
+- the weight map: a hard link to the repository's own index, or, for a single-file model without one,
   an empty map, which exo reads as "every *.safetensors file" (hf_helpers.get_allow_patterns);
 - the cache itself: TMPDIR is EXO_HOME/tmp (instances.py), which PrivateTmp= does not empty.
 With exo_node_model_source: mirror the role places nothing; HF_ENDPOINT names the mirror (instances.py).
@@ -74,15 +78,15 @@ def _free_bytes(df):
 
 
 def plan(host, settings, instances, store=None, placed=None, df=None):
-    """What the role does for exo_node_models on host: {"errors", "repos", "copies", "store_dirs",
-    "dirs", "links", "seeds", "copy_bytes", "summary"}.
+    """What the role does for exo_node_models on host: {"errors", "repos", "copies", "remote_src",
+    "store_dirs", "dirs", "links", "seeds", "copy_bytes", "summary"}.
 
     store: the looped find over the repositories in exo_node_model_store (on the controller or the
-    host); placed: the same over exo_node_data_dir/models on the host (controller source);
+    host); placed: the same over exo_node_data_dir/models on the host;
     df: `df --output=avail -B1 exo_node_data_dir`. Each is None until its task has run.
     """
-    result = {"errors": [], "repos": repositories(settings), "copies": [], "store_dirs": [], "dirs": [], "links": [],
-              "seeds": [], "copy_bytes": 0, "summary": []}
+    result = {"errors": [], "repos": repositories(settings), "copies": [], "remote_src": False, "store_dirs": [],
+              "dirs": [], "links": [], "seeds": [], "copy_bytes": 0, "summary": []}
     source = settings["exo_node_model_source"]
     if not result["repos"] or source == "mirror" or store is None:
         if result["repos"] and source == "mirror":
@@ -92,6 +96,7 @@ def plan(host, settings, instances, store=None, placed=None, df=None):
     # ansible.builtin.find reports normalised paths.
     root = posixpath.normpath(settings["exo_node_model_store"])
     where = "on the controller" if source == "controller" else "on the host"
+    result["remote_src"] = source == "host"
     found = _found(store, root)
     have = _found(placed, posixpath.normpath(posixpath.join(settings["exo_node_data_dir"], "models")))
     homes = sorted(set((i["home"], i["env"]["TMPDIR"]) for i in instances))
@@ -105,14 +110,11 @@ def plan(host, settings, instances, store=None, placed=None, df=None):
                    root, repo, where, repo, root, repo))
             continue
         missing = sum(size for path, size in files.items() if (have.get(repo) or {}).get(path) != size)
-        if source == "controller":
-            kept = posixpath.join(settings["exo_node_data_dir"], "models", repo)
-            result["copies"] += [{"src": posixpath.join(root, repo, path), "dest": posixpath.join(kept, path)}
-                                 for path in sorted(files)]
-            result["store_dirs"] += _parents(kept, files)
-            result["copy_bytes"] += missing
-        else:
-            kept = posixpath.join(root, repo)
+        kept = posixpath.join(settings["exo_node_data_dir"], "models", repo)
+        result["copies"] += [{"src": posixpath.join(root, repo, path), "dest": posixpath.join(kept, path)}
+                             for path in sorted(files)]
+        result["store_dirs"] += _parents(kept, files)
+        result["copy_bytes"] += missing
         name = repo.replace("/", "--")
         for home, tmp in homes:
             downloads = posixpath.join(home, "downloads", name)
@@ -127,12 +129,10 @@ def plan(host, settings, instances, store=None, placed=None, df=None):
                 result["links"].append({"src": posixpath.join(kept, INDEX), "dest": index})
             else:
                 result["seeds"].append({"dest": index, "content": EMPTY_INDEX})
-        result["summary"].append("model %s: %d files, %.2f GB, %s" % (
-            repo, len(files), sum(files.values()) / GB,
-            "kept in %s (%.2f GB to copy from the controller)" % (kept, missing / GB)
-            if source == "controller" else "read from %s on the host" % kept))
+        result["summary"].append("model %s: %d files, %.2f GB, kept in %s (%.2f GB to copy from %s %s)" % (
+            repo, len(files), sum(files.values()) / GB, kept, missing / GB, posixpath.join(root, repo), where))
     free = _free_bytes(df)
-    if source == "controller" and free is not None and result["copy_bytes"] > free:
+    if free is not None and result["copy_bytes"] > free:
         result["errors"].append("host %s: the models need %.2f GB more in %s (exo_node_data_dir) and it has %.2f GB "
                                 "free; free space there, or choose fewer exo_node_models"
                                 % (host, result["copy_bytes"] / GB, settings["exo_node_data_dir"], free / GB))

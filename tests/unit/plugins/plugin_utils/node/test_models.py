@@ -80,14 +80,16 @@ def test_files_already_there_are_not_counted_and_too_little_space_stops_the_run(
                                    "free; free space there, or choose fewer exo_node_models" % data]
 
 
-def test_a_repository_index_is_linked_and_a_host_store_is_read_where_it_is(tmp_path, instances):
+def test_a_repository_index_is_linked_and_a_host_store_is_copied_on_the_host(tmp_path, instances):
     store = str(tmp_path / "store")
     files = dict(FILES, **{"model.safetensors.index.json": 5})
     placement = models.plan("h", settings(exo_node_model_source="host", exo_node_model_store=store), instances,
                             store=find(store, [REPO], files))
-    assert placement["copies"] == [] and placement["copy_bytes"] == 0
+    kept = "/var/lib/exo/models/" + REPO
+    assert placement["remote_src"] is True
+    assert placement["copies"][0] == {"src": "%s/%s/config.json" % (store, REPO), "dest": kept + "/config.json"}
     home = instances[0]["home"]
-    assert {"src": "%s/%s/model.safetensors.index.json" % (store, REPO),
+    assert {"src": kept + "/model.safetensors.index.json",
             "dest": home + "/tmp/exo/unsloth--Llama-3.2-1B-Instruct/model.safetensors.index.json"} in placement["links"]
 
 
@@ -112,8 +114,7 @@ def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
 @pytest.mark.parametrize("changes, message", [
     ({"exo_node_models": ["llama-9"]}, 'exo_node_models entry "llama-9" is not a model exo\'s tinygrad engine serves'),
     ({"exo_node_model_store": ""}, 'exo_node_model_store is ""; with exo_node_model_source: controller'),
-    ({"exo_node_model_source": "host", "exo_node_model_store": "/home/me/models"},
-     "which the instances cannot read (their unit hides /home"),
+    ({"exo_node_model_source": "host", "exo_node_model_store": "models"}, "give an absolute path on the host"),
     ({"exo_node_model_source": "mirror", "exo_node_model_store": "ftp://x"}, "give the http:// or https:// URL"),
 ])
 def test_model_settings_that_cannot_work_are_refused_by_name(changes, message):
