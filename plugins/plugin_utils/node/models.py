@@ -99,7 +99,10 @@ def plan(host, settings, instances, store=None, placed=None, df=None):
     result["remote_src"] = source == "host"
     found = _found(store, root)
     have = _found(placed, posixpath.normpath(posixpath.join(settings["exo_node_data_dir"], "models")))
-    homes = sorted(set((i["home"], i["env"]["TMPDIR"]) for i in instances))
+    # Each EXO_HOME once (a shared home serves several instances), with the instances that read it.
+    homes = {}
+    for i in instances:
+        homes.setdefault((i["home"], i["env"]["TMPDIR"]), []).append(i["name"])
     for repo in result["repos"]:
         files = found.get(repo) or {}
         if not any(path.endswith(".safetensors") for path in files):
@@ -116,17 +119,18 @@ def plan(host, settings, instances, store=None, placed=None, df=None):
         result["store_dirs"] += _parents(kept, files)
         result["copy_bytes"] += missing
         name = repo.replace("/", "--")
-        for home, tmp in homes:
+        for (home, tmp), readers in sorted(homes.items()):
             downloads = posixpath.join(home, "downloads", name)
             result["dirs"] += _parents(downloads, files) + [posixpath.join(tmp, "exo", name)]
-            result["links"] += [{"src": posixpath.join(kept, path), "dest": posixpath.join(downloads, path)}
-                                for path in sorted(files)]
+            # An instance keeps what it loaded (tinygrad holds the files open): a new link restarts it.
+            result["links"] += [{"src": posixpath.join(kept, path), "dest": posixpath.join(downloads, path),
+                                 "instances": readers} for path in sorted(files)]
             listing = [{"path": path, "size": size} for path, size in sorted(files.items())]
             result["seeds"].append({"dest": posixpath.join(tmp, "exo", "%s--main--file_list.json" % name),
                                     "content": json.dumps(listing, sort_keys=True) + "\n"})
             index = posixpath.join(tmp, "exo", name, INDEX)
             if INDEX in files:
-                result["links"].append({"src": posixpath.join(kept, INDEX), "dest": index})
+                result["links"].append({"src": posixpath.join(kept, INDEX), "dest": index, "instances": readers})
             else:
                 result["seeds"].append({"dest": index, "content": EMPTY_INDEX})
         result["summary"].append("model %s: %d files, %.2f GB, kept in %s (%.2f GB to copy from %s %s)" % (

@@ -55,7 +55,7 @@ def exposures(security):
 def restarts(instances, existing, changed, all_changed=False, started=None, mtimes=None):
     """The instances to restart, in the plan's order.
 
-    changed: the registered env file and drop-in loops (a list of them); all_changed: the unit or exo
+    changed: the registered env file, drop-in and model link loops (a list of them); all_changed: the unit or exo
     itself changed. An instance new in this run is started, not restarted. Besides, an instance
     still running with settings older than its files (a run that stopped before its handlers) is
     restarted: started and mtimes are the registered loops of `systemctl show` (ActiveEnterTimestamp
@@ -65,7 +65,9 @@ def restarts(instances, existing, changed, all_changed=False, started=None, mtim
     if all_changed:
         touched = set(names)
     else:
-        touched = set(r["item"]["name"] for loop in changed or [] for r in _results(loop) if r.get("changed"))
+        # An env file or drop-in names its instance; a model link lists the instances that read it.
+        touched = set(name for loop in changed or [] for r in _results(loop) if r.get("changed")
+                      for name in r["item"].get("instances") or [r["item"]["name"]])
     wanted = set(name for name in touched if name in existing)
     times = dict((r["item"]["name"], r.get("stdout_lines") or []) for r in _results(mtimes))
     for result in _results(started):

@@ -60,8 +60,8 @@ def test_a_controller_store_is_copied_once_and_linked_into_every_instance(tmp_pa
     assert placement["store_dirs"] == [kept, kept + "/sub"]
     # each instance: its downloads link to the host's copy, and exo's two answers are in its TMPDIR
     home = instances[-1]["home"]
-    assert {"src": kept + "/model.safetensors",
-            "dest": home + "/downloads/unsloth--Llama-3.2-1B-Instruct/model.safetensors"} in placement["links"]
+    assert {"src": kept + "/model.safetensors", "dest": home + "/downloads/unsloth--Llama-3.2-1B-Instruct/model.safetensors",
+            "instances": [instances[-1]["name"]]} in placement["links"]
     seeds = dict((s["dest"], s["content"]) for s in placement["seeds"])
     listing = json.loads(seeds[home + "/tmp/exo/unsloth--Llama-3.2-1B-Instruct--main--file_list.json"])
     assert listing == [{"path": p, "size": FILES[p]} for p in sorted(FILES)]
@@ -90,7 +90,8 @@ def test_a_repository_index_is_linked_and_a_host_store_is_copied_on_the_host(tmp
     assert placement["copies"][0] == {"src": "%s/%s/config.json" % (store, REPO), "dest": kept + "/config.json"}
     home = instances[0]["home"]
     assert {"src": kept + "/model.safetensors.index.json",
-            "dest": home + "/tmp/exo/unsloth--Llama-3.2-1B-Instruct/model.safetensors.index.json"} in placement["links"]
+            "dest": home + "/tmp/exo/unsloth--Llama-3.2-1B-Instruct/model.safetensors.index.json",
+            "instances": [instances[0]["name"]]} in placement["links"]
 
 
 def test_a_store_without_the_model_is_refused_with_what_to_do(tmp_path, instances):

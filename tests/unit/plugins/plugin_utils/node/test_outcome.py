@@ -28,6 +28,17 @@ def test_only_changed_instances_that_ran_before_restart(probed):
     assert outcome.restarts(instances, before, [loop(instances), loop(instances)]) == []
 
 
+def test_a_new_model_link_restarts_the_instances_that_read_it(probed):
+    instances = ok(probed["four"])["instances"]
+    before = [uuid(n) for n in range(4)]
+    # tinygrad keeps a model's files open: an instance must load the new link again
+    links = {"results": [{"changed": True, "item": {"dest": "/var/lib/exo/x/downloads/m/model.safetensors",
+                                                     "instances": [uuid(2)]}},
+                         {"changed": False, "item": {"dest": "/var/lib/exo/y/downloads/m/model.safetensors",
+                                                      "instances": [uuid(0)]}}]}
+    assert outcome.restarts(instances, before, [loop(instances), links]) == [uuid(2)]
+
+
 def test_a_new_unit_or_exo_restarts_every_instance_that_ran_before(probed):
     instances = ok(probed["four"])["instances"]
     before = [uuid(n) for n in range(4)]
