@@ -24,7 +24,6 @@ DEST and nothing else, for a wheelhouse assembled by other means. See docs/node.
 
 import argparse
 import glob
-import hashlib
 import importlib.util
 import json
 import os
@@ -59,13 +58,17 @@ def load_module(name, path):
     return module
 
 
-def write_record(dest, record):
+# The wheelhouse's record of its wheels, as the node role reads it.
+RECORD = load_module("wheelhouse", RECORD_CODE)
+
+
+def write_record(dest):
     """requirements.txt beside the wheels, written last: a build that stops before has none, and the role refuses it."""
     try:
-        text = record.record_text(dest)
+        text = RECORD.record_text(dest)
     except ValueError as exc:
         raise Failure("%s: %s" % (dest, exc))
-    with open(os.path.join(dest, record.RECORD), "w") as handle:
+    with open(os.path.join(dest, RECORD.RECORD), "w") as handle:
         handle.write(text)
 
 
@@ -97,11 +100,7 @@ def platforms(arch, glibc):
 def source_identity(source):
     """What a source is, for the stamp: a local file by its content, a directory or URL by its name."""
     if os.path.isfile(source):
-        digest = hashlib.sha256()
-        with open(source, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-        return "sha256:" + digest.hexdigest()
+        return "sha256:" + RECORD.sha256(source)
     return os.path.abspath(source) if os.path.isdir(source) else source
 
 
@@ -174,7 +173,6 @@ def vars_text(dest, exo_wheel, tinygrad_requirement, args):
 def build(args, defaults):
     dest = os.path.abspath(args.dest)
     requirements = load_module("exo_requirements", REQUIREMENTS_CODE)
-    record = load_module("wheelhouse", RECORD_CODE)
     errors = requirements.check_settings(defaults["skip"], defaults["replace"], "")
     if errors:
         raise Failure("; ".join(errors))
@@ -187,7 +185,7 @@ def build(args, defaults):
     if os.path.isfile(stamp) and os.path.isfile(os.path.join(dest, VARS_FILE)):
         with open(stamp) as handle:
             same = json.load(handle) == inputs
-        changed = record.problems(dest, verify=True) if same else []
+        changed = RECORD.problems(dest, verify=True) if same else []
         if same and not changed:
             print("exo-wheelhouse: %s is up to date" % dest, file=sys.stderr)
             return os.path.join(dest, VARS_FILE)
@@ -226,14 +224,14 @@ def build(args, defaults):
             raise Failure("%s\nexo's pins have wheels for CPython 3.10 to 3.12 only (numpy 2.0.0 has none for "
                           "3.13); the node role accepts the same range (exo_node_python_min_version, "
                           "exo_node_python_max_version)" % failure)
-        for old in glob.glob(os.path.join(dest, "*.whl")) + [os.path.join(dest, record.RECORD)]:
+        for old in glob.glob(os.path.join(dest, "*.whl")) + [os.path.join(dest, RECORD.RECORD)]:
             if os.path.exists(old):
                 os.remove(old)
         for wheel in glob.glob(os.path.join(work, "*.whl")):
             os.replace(wheel, os.path.join(dest, os.path.basename(wheel)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    write_record(dest, record)
+    write_record(dest)
 
     with open(os.path.join(dest, VARS_FILE), "w") as handle:
         handle.write(vars_text(dest, exo_wheel, tinygrad_requirement, args))
@@ -264,7 +262,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.record_only:
         try:
-            write_record(os.path.abspath(args.dest), load_module("wheelhouse", RECORD_CODE))
+            write_record(os.path.abspath(args.dest))
         except (Failure, OSError) as failure:
             print("exo-wheelhouse: %s" % failure, file=sys.stderr)
             return 1

@@ -220,6 +220,18 @@ def test_a_second_run_changes_nothing(workdir):
     assert dict((p, os.stat(p).st_mtime_ns) for p in glob.glob(os.path.join(directory, "*.whl"))) == before
 
 
+def test_a_wheelhouse_whose_wheel_changed_is_built_again(workdir, tmp_path):
+    # The message the role gives says to run the script again: it must not answer "up to date".
+    copy = tampered_copy(wheelhouse(workdir, "3.12"), tmp_path)
+    proc = run([sys.executable, os.path.join(REPO, "scripts", "exo-wheelhouse.py"), "--python", "3.12",
+                "--exo", os.path.join(workdir, "exo-e4238f9ef.tar.gz"),
+                "--tinygrad", os.path.join(workdir, "tinygrad-ec120ce6b9ce.tar.gz"), copy])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "is up to date" not in proc.stdout
+    assert "tinygrad-0.10.0-py3-none-any.whl changed after the wheelhouse was built" in proc.stdout, proc.stdout[-3000:]
+    assert wheel_record.problems(copy, verify=True) == []
+
+
 def test_python_3_13_has_no_wheelhouse(workdir, tmp_path):
     proc = run([sys.executable, os.path.join(REPO, "scripts", "exo-wheelhouse.py"), "--python", "3.13",
                 "--exo", os.path.join(workdir, "exo-e4238f9ef.tar.gz"),
