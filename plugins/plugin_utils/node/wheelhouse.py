@@ -113,8 +113,8 @@ def problems(directory, verify=False):
             digest = sha256(os.path.join(directory, filename))
             if digest not in recorded[key]:
                 found.append("%s changed after the wheelhouse was built: its sha256 is %s, %s records %s; %s, and "
-                             "find out what changed it" % (filename, digest, RECORD, " or ".join(sorted(recorded[key])),
-                                                          REBUILD))
+                             "find out what changed it"
+                             % (filename, digest, RECORD, " or ".join(sorted(recorded[key])), REBUILD))
     for name, version in sorted(set(recorded) - present):
         found.append("%s records %s==%s, but no wheel of it is in the wheelhouse; %s" % (RECORD, name, version, REBUILD))
     return found
