@@ -9,18 +9,21 @@
 DEST receives wheels of exo and tinygrad (built from SOURCE: an archive, a directory or a URL pip
 accepts; by default exo's repository at the role's pinned commit and tinygrad at the commit exo
 pins), the wheels of what exo needs at run time for the target Python and platform (exo's declared
-requirements as the role filters them, plugins/plugin_utils/node/exo_requirements.py), and
-exo-wheelhouse.yml, the role variables that install from it. pip runs with a CPython of the target
+requirements as the role filters them, plugins/plugin_utils/node/exo_requirements.py),
+requirements.txt, every wheel with its sha256 in pip's hash format (the role installs with
+--require-hashes from it and refuses a wheel changed or added later), and exo-wheelhouse.yml, the
+role variables that install from it. pip runs with a CPython of the target
 version (this interpreter, python3.X on PATH, or pyenv's) when it downloads, so that it evaluates the
 markers of exo's requirements for the hosts; the package index (and GitHub for the default sources) is needed on this
 machine only.
 
-A second run with the same inputs does nothing. See docs/node.md, "Installing exo".
+A second run with the same inputs, and wheels still as recorded, does nothing; one whose wheels
+changed since builds again. `--record-only DEST` writes requirements.txt for the wheels already in
+DEST and nothing else, for a wheelhouse assembled by other means. See docs/node.md, "Installing exo".
 """
 
 import argparse
 import glob
-import hashlib
 import importlib.util
 import json
 import os
@@ -34,6 +37,7 @@ import zipfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 REQUIREMENTS_CODE = os.path.join(REPO, "plugins", "plugin_utils", "node", "exo_requirements.py")
+RECORD_CODE = os.path.join(REPO, "plugins", "plugin_utils", "node", "wheelhouse.py")
 ROLE_DEFAULTS = os.path.join(REPO, "roles", "node", "defaults", "main.yml")
 STAMP = ".exo-wheelhouse.json"
 VARS_FILE = "exo-wheelhouse.yml"
@@ -47,11 +51,25 @@ class Failure(Exception):
     pass
 
 
-def load_requirements_module():
-    spec = importlib.util.spec_from_file_location("exo_requirements", REQUIREMENTS_CODE)
+def load_module(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# The wheelhouse's record of its wheels, as the node role reads it.
+RECORD = load_module("wheelhouse", RECORD_CODE)
+
+
+def write_record(dest):
+    """requirements.txt beside the wheels, written last: a build that stops before has none, and the role refuses it."""
+    try:
+        text = RECORD.record_text(dest)
+    except ValueError as exc:
+        raise Failure("%s: %s" % (dest, exc))
+    with open(os.path.join(dest, RECORD.RECORD), "w") as handle:
+        handle.write(text)
 
 
 def role_defaults():
@@ -82,11 +100,7 @@ def platforms(arch, glibc):
 def source_identity(source):
     """What a source is, for the stamp: a local file by its content, a directory or URL by its name."""
     if os.path.isfile(source):
-        digest = hashlib.sha256()
-        with open(source, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(chunk)
-        return "sha256:" + digest.hexdigest()
+        return "sha256:" + RECORD.sha256(source)
     return os.path.abspath(source) if os.path.isdir(source) else source
 
 
@@ -158,7 +172,7 @@ def vars_text(dest, exo_wheel, tinygrad_requirement, args):
 
 def build(args, defaults):
     dest = os.path.abspath(args.dest)
-    requirements = load_requirements_module()
+    requirements = load_module("exo_requirements", REQUIREMENTS_CODE)
     errors = requirements.check_settings(defaults["skip"], defaults["replace"], "")
     if errors:
         raise Failure("; ".join(errors))
@@ -166,13 +180,17 @@ def build(args, defaults):
     inputs = {"python": args.python, "arch": args.arch, "glibc": args.glibc, "skip": defaults["skip"],
               "replace": defaults["replace"], "exo": source_identity(args.exo),
               "tinygrad": source_identity(args.tinygrad or ""),
-              "code": [source_identity(path) for path in (os.path.realpath(__file__), REQUIREMENTS_CODE)]}
+              "code": [source_identity(path) for path in (os.path.realpath(__file__), REQUIREMENTS_CODE, RECORD_CODE)]}
     stamp = os.path.join(dest, STAMP)
     if os.path.isfile(stamp) and os.path.isfile(os.path.join(dest, VARS_FILE)):
         with open(stamp) as handle:
-            if json.load(handle) == inputs:
-                print("exo-wheelhouse: %s is up to date" % dest, file=sys.stderr)
-                return os.path.join(dest, VARS_FILE)
+            same = json.load(handle) == inputs
+        changed = RECORD.problems(dest, verify=True) if same else []
+        if same and not changed:
+            print("exo-wheelhouse: %s is up to date" % dest, file=sys.stderr)
+            return os.path.join(dest, VARS_FILE)
+        for problem in changed:
+            print("exo-wheelhouse: %s" % problem.split("; ")[0], file=sys.stderr)
 
     python = find_interpreter(args.python)
     os.makedirs(dest, exist_ok=True)
@@ -206,12 +224,14 @@ def build(args, defaults):
             raise Failure("%s\nexo's pins have wheels for CPython 3.10 to 3.12 only (numpy 2.0.0 has none for "
                           "3.13); the node role accepts the same range (exo_node_python_min_version, "
                           "exo_node_python_max_version)" % failure)
-        for old in glob.glob(os.path.join(dest, "*.whl")):
-            os.remove(old)
+        for old in glob.glob(os.path.join(dest, "*.whl")) + [os.path.join(dest, RECORD.RECORD)]:
+            if os.path.exists(old):
+                os.remove(old)
         for wheel in glob.glob(os.path.join(work, "*.whl")):
             os.replace(wheel, os.path.join(dest, os.path.basename(wheel)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    write_record(dest)
 
     with open(os.path.join(dest, VARS_FILE), "w") as handle:
         handle.write(vars_text(dest, exo_wheel, tinygrad_requirement, args))
@@ -237,7 +257,17 @@ def main(argv=None):
     parser.add_argument("--arch", default=platform.machine(), help="the hosts' machine (default %(default)s)")
     parser.add_argument("--glibc", default="2.28",
                         help="the oldest glibc among the hosts (default %(default)s: Debian 10, EL 8, Ubuntu 20.04)")
+    parser.add_argument("--record-only", action="store_true",
+                        help="only write requirements.txt, the sha256 of each wheel already in DEST")
     args = parser.parse_args(argv)
+    if args.record_only:
+        try:
+            write_record(os.path.abspath(args.dest))
+        except (Failure, OSError) as failure:
+            print("exo-wheelhouse: %s" % failure, file=sys.stderr)
+            return 1
+        print("exo-wheelhouse: wrote %s" % os.path.join(args.dest, "requirements.txt"), file=sys.stderr)
+        return 0
     if not re.match(r"^3\.[0-9]+$", args.python):
         parser.error("--python %r: give major.minor, for example 3.12" % args.python)
     if not re.match(r"^[0-9]+\.[0-9]+$", args.glibc):

@@ -5,8 +5,10 @@
 
 scripts/exo-wheelhouse.py runs as docs/node.md shows it, on archives of exo e4238f9ef and tinygrad
 ec120ce6b9ce (tests/integration/exo_sources.py: the vendored copies where this machine has them,
-else GitHub's tarballs). For CPython 3.10, 3.11 and 3.12 (those found on this machine) exo is then
-installed from the wheelhouse alone, without an index, the way the node role installs it, and three
+else GitHub's tarballs). Its requirements.txt records every wheel's sha256; a wheel changed after the
+build is refused by the role before pip installs anything, and by pip itself (--require-hashes). For
+CPython 3.10, 3.11 and 3.12 (those found on this machine) exo is then installed from the wheelhouse
+alone, without an index and with every hash checked, the way the node role installs it, and three
 real exo instances with manual discovery and exo's dummy engine must form one cluster that answers
 a chat completion, each instance processing a shard of it. The wheelhouses stay under
 .build/exo-wheelhouse, so a second run of these tests builds nothing.
@@ -15,6 +17,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -30,7 +33,9 @@ import zipfile
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from tests.helpers import REPO, examples
 from tests.integration import exo_sources
 
@@ -53,8 +58,8 @@ def interpreter(release):
     return found[-1]
 
 
-def run(args, timeout=900, **kwargs):
-    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
+def run(args, timeout=900, env=None, **kwargs):
+    env = dict(env or os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
     return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
                           timeout=timeout, check=False, env=env, **kwargs)
 
@@ -104,12 +109,127 @@ def test_the_documented_command_builds_what_the_role_installs(workdir):
     assert "tinygrad @ git+https://github.com/tinygrad/tinygrad.git@ec120ce6b9ce8e4ff4b5692566a683ef240e8bc8" in metadata
 
 
+def test_the_record_holds_the_sha256_of_every_wheel(workdir):
+    directory = wheelhouse(workdir, "3.12")
+    with open(os.path.join(directory, wheel_record.RECORD)) as handle:
+        lines = [line.split() for line in handle if line.strip() and not line.startswith("#")]
+    recorded = dict((name.split("==")[0].lower().replace("_", "-"), digest.split(":")[1]) for name, digest in lines)
+    wheels = glob.glob(os.path.join(directory, "*.whl"))
+    assert len(recorded) == len(wheels) == 48
+    for path in wheels:
+        with open(path, "rb") as handle:
+            assert recorded[os.path.basename(path).split("-")[0].lower().replace("_", "-")] == \
+                hashlib.sha256(handle.read()).hexdigest(), path
+
+
+def tampered_copy(directory, tmp_path, wheel="tinygrad-0.10.0-py3-none-any.whl"):
+    """The wheelhouse copied, with a module slipped into one wheel after the build."""
+    copy = str(tmp_path / "wheelhouse")
+    shutil.copytree(directory, copy)
+    with zipfile.ZipFile(os.path.join(copy, wheel), "a") as archive:
+        archive.writestr("tinygrad/_slipped_in.py", "import os\n")
+    return copy
+
+
+def role_run(tmp_path, copy, release="3.12", verbose=False):
+    """The node role's install phases (--tags install) on this machine, as root through a local connection, with
+    the variables exo-wheelhouse.yml holds for the copy; exo's virtualenv goes under tmp_path."""
+    with open(os.path.join(copy, "exo-wheelhouse.yml")) as handle:
+        given = yaml.safe_load(handle)
+    given.update(exo_node_source_path=os.path.join(copy, os.path.basename(given["exo_node_source_path"])),
+                 exo_node_wheelhouse=copy, exo_node_python=interpreter(release), exo_node_manage_packages=False,
+                 exo_node_refresh_facts="never", exo_node_cpu_packages=[],
+                 **dict((key, str(tmp_path / key)) for key in ("exo_node_install_dir", "exo_node_config_dir",
+                                                               "exo_node_data_dir")))
+    inventory = {"all": {"hosts": {"localhost": dict(given, ansible_connection="local",
+                                                     ansible_python_interpreter=sys.executable)}}}
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
+        "hosts": "all", "gather_facts": False,
+        "tasks": [{"name": "Probe", "gpufleet.exo.device_facts": {"tinygrad": False}, "tags": ["always"]},
+                  {"name": "Run the node role", "ansible.builtin.include_role": {"name": "gpufleet.exo.node"},
+                   "tags": ["install"]}]}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_NOCOLOR="1")
+    return run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "inventory.json"), "--tags", "install"]
+               + (["-v"] if verbose else []) + [str(tmp_path / "play.yml")], cwd=REPO, env=env)
+
+
+def installed(install_dir):
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(install_dir, "lib", "python3*", "site-packages", "*"))
+                  if not os.path.basename(p).startswith(("pip", "_", "setuptools")))
+
+
+def test_a_wheel_changed_after_the_build_is_refused_by_the_role_before_pip_installs_anything(workdir, tmp_path):
+    copy = tampered_copy(wheelhouse(workdir, "3.12"), tmp_path)
+    proc = role_run(tmp_path, copy)
+    assert proc.returncode != 0, proc.stdout[-4000:]
+    refusal = proc.stdout[proc.stdout.index("TASK [gpufleet.exo.node : Check the wheelhouse against the hashes"):]
+    assert ('host localhost: exo_node_wheelhouse \\"%s\\" tinygrad-0.10.0-py3-none-any.whl changed after the '
+            'wheelhouse was built' % copy) in refusal, refusal[:3000]
+    assert "build the wheelhouse again with scripts/exo-wheelhouse.py" in refusal
+    # The virtualenv was made before, but pip installed nothing into it and nothing reached the host's wheelhouse.
+    assert installed(str(tmp_path / "exo_node_install_dir")) == []
+    assert not os.path.exists(str(tmp_path / "exo_node_install_dir" / "wheelhouse"))
+
+
+def test_pip_on_the_host_refuses_the_changed_wheel_by_itself(workdir, tmp_path):
+    """pip's own --require-hashes, with the command lines the role runs: the controller's check is not the only one."""
+    venv = tmp_path / "exo"
+    assert run([interpreter("3.12"), "-m", "venv", str(venv)]).returncode == 0
+    # Where the role unpacks it on a host.
+    copy = tampered_copy(wheelhouse(workdir, "3.12"), venv)
+    given = dict(settings_of(copy), exo_node_install_dir=str(venv))
+    plan = FilterModule().filters()["node_install"](given)
+    assert plan["errors"] == [], plan["errors"]
+    proc = run(plan["pip"] + ["--force-reinstall", "--no-deps", plan["spec"]])
+    assert proc.returncode != 0
+    assert "THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE" in proc.stdout, proc.stdout[-3000:]
+    assert "tinygrad==0.10.0 from file://%s/tinygrad-0.10.0-py3-none-any.whl" % (venv / "wheelhouse") in proc.stdout, proc.stdout[-3000:]
+    assert installed(str(venv)) == []
+
+
+def test_the_role_installs_exo_from_the_wheelhouse_with_every_hash_checked(workdir, tmp_path):
+    copy = str(tmp_path / "wheelhouse")
+    shutil.copytree(wheelhouse(workdir, "3.12"), copy)
+    proc = role_run(tmp_path, copy, verbose=True)
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    install_dir = tmp_path / "exo_node_install_dir"
+    assert (install_dir / "bin" / "exo").exists()
+    exo_step = proc.stdout[proc.stdout.index("TASK [gpufleet.exo.node : Install exo into its virtualenv, without its"):]
+    assert "--require-hashes" in exo_step[:3000], exo_step[:3000]
+    assert "--requirement=%s/wheelhouse/requirements.txt" % install_dir in exo_step[:3000]
+    with open(os.path.join(copy, wheel_record.RECORD)) as handle:
+        recorded = [line.split("==")[0] for line in handle if line.strip() and not line.startswith("#")]
+    assert len([name for name in installed(str(install_dir)) if name.endswith(".dist-info")]) == len(recorded)
+
+
+def settings_of(directory):
+    with open(os.path.join(directory, "exo-wheelhouse.yml")) as handle:
+        given = yaml.safe_load(handle)
+    return dict(given, exo_node_source_path=os.path.join(directory, os.path.basename(given["exo_node_source_path"])),
+                exo_node_wheelhouse=directory, exo_node_id_prefix="h", exo_node_address="127.0.0.1",
+                exo_node_cluster_hosts=["h"])
+
+
 def test_a_second_run_changes_nothing(workdir):
     directory = wheelhouse(workdir, "3.12")
     before = dict((p, os.stat(p).st_mtime_ns) for p in glob.glob(os.path.join(directory, "*.whl")))
     proc = run(["bash", "-c", DOC_COMMAND], cwd=workdir)
     assert proc.returncode == 0 and "is up to date" in proc.stdout, proc.stdout[-2000:]
     assert dict((p, os.stat(p).st_mtime_ns) for p in glob.glob(os.path.join(directory, "*.whl"))) == before
+
+
+def test_a_wheelhouse_whose_wheel_changed_is_built_again(workdir, tmp_path):
+    # The message the role gives says to run the script again: it must not answer "up to date".
+    copy = tampered_copy(wheelhouse(workdir, "3.12"), tmp_path)
+    proc = run([sys.executable, os.path.join(REPO, "scripts", "exo-wheelhouse.py"), "--python", "3.12",
+                "--exo", os.path.join(workdir, "exo-e4238f9ef.tar.gz"),
+                "--tinygrad", os.path.join(workdir, "tinygrad-ec120ce6b9ce.tar.gz"), copy])
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "is up to date" not in proc.stdout
+    assert "tinygrad-0.10.0-py3-none-any.whl changed after the wheelhouse was built" in proc.stdout, proc.stdout[-3000:]
+    assert wheel_record.problems(copy, verify=True) == []
 
 
 def test_python_3_13_has_no_wheelhouse(workdir, tmp_path):
@@ -163,10 +283,13 @@ def test_real_exo_forms_a_cluster_on_each_supported_python(workdir, tmp_path, re
         settings = yaml.safe_load(handle)
     venv = tmp_path / "venv"
     assert run([python, "-m", "venv", str(venv)]).returncode == 0
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-index",
-           "--find-links", directory]
-    # As the role does it: exo without dependencies, then what its METADATA declares, shaped by the filter.
-    proc = run(pip + ["--no-deps", settings["exo_node_source_path"]])
+    os.symlink(directory, str(venv / "wheelhouse"))
+    install = FilterModule().filters()["node_install"](dict(settings_of(directory), exo_node_install_dir=str(venv)))
+    assert install["errors"] == [], install["errors"]
+    pip = install["pip"]
+    # As the role does it: every wheel of the wheelhouse with its recorded hash (exo among them), then what exo's
+    # METADATA declares, shaped by the filter (all there by then).
+    proc = run(pip + ["--force-reinstall", "--no-deps", install["spec"]])
     assert proc.returncode == 0, proc.stdout[-3000:]
     with zipfile.ZipFile(settings["exo_node_source_path"]) as archive:
         metadata = archive.read("exo-0.0.1.dist-info/METADATA").decode()

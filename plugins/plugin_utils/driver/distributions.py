@@ -140,6 +140,23 @@ REDHAT = {
         "CentOS": "epel-release",
     },
     "epel_baseurl": "https://dl.fedoraproject.org/pub/epel/%(major)s/Everything/%(architecture)s/",
+    "epel_key": "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-%(major)s",
+    # The OpenPGP fingerprints the repository keys are imported with (ansible.builtin.rpm_key refuses a key
+    # file that does not hold the key of that fingerprint, before rpm trusts it): fetched over HTTPS, a key is
+    # only as good as the server and its certificate, and rpm trusts it for every package it signs.
+    # exo_driver_rpm_key_fingerprints overrides them (a key rotated after this table was written).
+    "key_fingerprints": {
+        # NVIDIA's CUDA repository key, by its file name (exo_driver_cuda_repo_key): NVIDIA lists D42D0685 as
+        # the active key of its rhel8 and rhel9 repositories (github.com/NVIDIA/cuda-repo-management README,
+        # "GPG keys"). Its fingerprint as NVIDIA's own SIGNATURES.md in that repository shows it, in gpg's and
+        # in dnf's output (commit ee8303dff360b1523307eb18c45a6a5b987512ce), and as independent public scripts
+        # that check the key before use pin it; rpm reports the same long key id 9CD0A493D42D0685.
+        "cuda": {"D42D0685.pub": "610C7B14E068A878070DA4E99CD0A493D42D0685"},
+        # EPEL's key per release (RPM-GPG-KEY-EPEL-9): as dnf prints it on import from
+        # dl.fedoraproject.org in many public install logs, and as published on Fedora's key page
+        # (fedoraproject.org/security, with its key id 8A3872BF3228467C). EL 8 is refused (above).
+        "epel": {"9": "FF8AD1344597106ECE813B918A3872BF3228467C"},
+    },
     # Package names in the CUDA repository: the DKMS kernel module and the full driver's metapackage
     # per kernel module flavour, and the compute-only user space (CUDA and NVML libraries, nvidia-smi).
     "packagings": {

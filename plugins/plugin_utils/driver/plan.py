@@ -56,6 +56,9 @@ CONTAINER_TYPES = ("container", "containerd", "docker", "podman", "lxc", "openvz
 URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$")
 PACKAGE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+:~=*-]*$")
 FILE_NAME_RE = re.compile(r"^[^\s/]+$")
+FINGERPRINT_RE = re.compile(r"^[0-9A-F]{40}$")
+# The repository keys the role imports on EL: NVIDIA's CUDA repository's and EPEL's.
+RPM_KEYS = ("cuda", "epel")
 
 # The role's defaults, from meta/argument_specs.yml (defaults/main.yml holds the same for Ansible).
 DEFAULTS = role_settings.defaults("driver")
@@ -104,6 +107,24 @@ def _as_packages(name, value):
         raise SettingError("%s has %s, which %s not a package name; give names such as nvidia-settings"
                            % (name, ", ".join(show(entry) for entry in bad), "is" if len(bad) == 1 else "are"))
     return list(value)
+
+
+def _as_fingerprints(name, value):
+    # Per key the role imports; a fingerprint as gpg and dnf print it (groups of four) or in one piece.
+    if not isinstance(value, dict):
+        raise SettingError("%s is %s; give a mapping such as {\"cuda\": \"<40 hex digits>\"}" % (name, show(value)))
+    fingerprints = {}
+    for key in sorted(value):
+        if key not in RPM_KEYS:
+            raise SettingError("%s sets %s, which is not a key this role imports; its keys are %s"
+                               % (name, show(key), ", ".join(RPM_KEYS)))
+        given = value[key]
+        compact = re.sub(r"\s+", "", given).upper() if isinstance(given, str) else None
+        if not compact or not FINGERPRINT_RE.match(compact):
+            raise SettingError("%s.%s is %s; give the key's full OpenPGP fingerprint, 40 hex digits (gpg --show-keys "
+                               "prints it)" % (name, key, show(given)))
+        fingerprints[key] = compact
+    return fingerprints
 
 
 def _as_probe_options(name, value):
@@ -159,6 +180,7 @@ RULES = {
     # A reboot takes more than a minute on any server; a day is past any firmware's patience.
     "exo_driver_reboot_timeout": {"range": (60, 86400)},
     "exo_driver_probe_options": {"read": _as_probe_options},
+    "exo_driver_rpm_key_fingerprints": {"read": _as_fingerprints},
     "exo_driver_debian_mirror": _url(DEFAULTS["exo_driver_debian_mirror"]),
     "exo_driver_debian_security_mirror": _url(DEFAULTS["exo_driver_debian_security_mirror"]),
     # null (their default): Canonical's mirror for the host's architecture (distributions.UBUNTU["mirrors"])
@@ -347,13 +369,14 @@ def _redhat(table, release, branch, s, kernel_module, facts, problem):
     cuda_url = "%s/%s/%s" % (s["exo_driver_cuda_repo_base"], release["repo"],
                              table["cuda_arches"].get(architecture, architecture))
     kernel_packages = packaging["kernel"] + ["kernel-devel-" + facts["kernel"]] if kernel_module else []
+    fingerprints = _key_fingerprints(table, s, names["major"], problem)
     return {
         "distribution": "%s %s" % (facts["distribution"], names["major"]),
         "repositories": [
             {"kind": "epel", "package": table["epel"].get(facts["distribution"], "epel-release") % names,
-             "needed": kernel_module},
+             "needed": kernel_module, "key": table["epel_key"] % names, "fingerprint": fingerprints["epel"]},
             {"kind": "yum", "name": "cuda-%s-%s" % (release["repo"], architecture), "baseurl": cuda_url,
-             "gpgkey": "%s/%s" % (cuda_url, s["exo_driver_cuda_repo_key"])},
+             "gpgkey": "%s/%s" % (cuda_url, s["exo_driver_cuda_repo_key"]), "fingerprint": fingerprints["cuda"]},
         ],
         "kernel_module": "dkms" if kernel_module else "none",
         "kernel_packages": kernel_packages,
@@ -364,6 +387,20 @@ def _redhat(table, release, branch, s, kernel_module, facts, problem):
         "hold": [],
         "module_stream": "nvidia-driver:" + packaging["stream"] % names,
     }
+
+
+def _key_fingerprints(table, s, major, problem):
+    """The fingerprint each repository key is imported with: exo_driver_rpm_key_fingerprints, else the table's
+    (distributions.REDHAT["key_fingerprints"]); a key the table does not know needs the variable."""
+    known = table["key_fingerprints"]
+    given = s["exo_driver_rpm_key_fingerprints"]
+    found = {"cuda": given.get("cuda") or known["cuda"].get(s["exo_driver_cuda_repo_key"]),
+             "epel": given.get("epel") or known["epel"][major]}
+    if not found["cuda"]:
+        problem("exo_driver_cuda_repo_key", "the role knows the fingerprint of %s only, and imports no key it cannot "
+                "check; set exo_driver_rpm_key_fingerprints.cuda to the fingerprint NVIDIA publishes for this key"
+                % ", ".join(sorted(known["cuda"])))
+    return found
 
 
 BUILDERS = {"Debian": _debian, "Ubuntu": _ubuntu, "RedHat": _redhat}

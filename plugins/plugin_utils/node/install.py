@@ -12,13 +12,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
-import glob
-import hashlib
 import json
 import os
 import re
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
 
 # Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
@@ -68,6 +67,30 @@ def source_errors(settings):
     if wheelhouse and not os.path.isdir(wheelhouse):
         errors.append("exo_node_wheelhouse is %s, which is not a directory on the controller; give the directory of "
                       "the wheels, or \"\" to install from an index" % json.dumps(wheelhouse))
+    elif wheelhouse:
+        errors += wheelhouse_errors(settings)
+    return errors
+
+
+def wheelhouse_errors(settings, verify=False):
+    """What keeps pip from installing from exo_node_wheelhouse with every file checked: its wheels are not the ones
+    its requirements.txt records (with verify, by content: a read of every wheel), or exo would not come from it.
+
+    pip cannot check a git checkout, a source directory or an index's answer against the wheelhouse's hashes,
+    so with a wheelhouse exo is one of its wheels, as scripts/exo-wheelhouse.py writes the variables.
+    """
+    wheelhouse = settings["exo_node_wheelhouse"]
+    errors = ["exo_node_wheelhouse %s %s" % (json.dumps(wheelhouse), problem)
+              for problem in wheel_record.problems(wheelhouse, verify)]
+    source, path = settings["exo_node_source"], settings["exo_node_source_path"]
+    in_wheelhouse = (source == "path" and os.path.isfile(path) and path.endswith(".whl")
+                     and os.path.dirname(os.path.realpath(path)) == os.path.realpath(wheelhouse))
+    if not in_wheelhouse:
+        given = "exo_node_source is %s" % source + (", exo_node_source_path %s" % json.dumps(path) if source == "path" else "")
+        errors.append("%s, but with exo_node_wheelhouse pip installs only the wheelhouse's wheels, each checked against "
+                      "the sha256 its requirements.txt records: give exo_node_source path and, as "
+                      "exo_node_source_path, exo's wheel in the wheelhouse (scripts/exo-wheelhouse.py writes both into "
+                      "exo-wheelhouse.yml)" % given)
     return errors
 
 
@@ -125,20 +148,14 @@ def packages(settings, os_family, release, venv_exists, ensurepip_rc, plan=None)
     return wanted
 
 
-def wheelhouse_id(wheels):
-    """The wheelhouse's wheels by name (a name carries the version), so that a new wheelhouse installs again."""
-    if wheels is None:
-        return ""
-    return hashlib.sha1(" ".join(sorted(os.path.basename(wheel) for wheel in wheels)).encode("utf-8")).hexdigest()
-
-
 def staged_source(settings):
     """Where a path source is copied to on the host."""
     return "%s/src/%s" % (settings["exo_node_install_dir"], os.path.basename(settings["exo_node_source_path"].rstrip("/")))
 
 
-def source_id(settings, wheels=None):
-    """What the marker in exo's virtualenv records: the source, and the settings that shape its requirements."""
+def source_id(settings):
+    """What the marker in exo's virtualenv records: the source, and the settings that shape its requirements;
+    a wheelhouse by the sha256 of its requirements.txt, so that a wheel rebuilt under the same name installs again."""
     source = settings["exo_node_source"]
     where = {"git": lambda: "git %s %s" % (settings["exo_node_git_url"], settings["exo_node_git_version"]),
              "path": lambda: "path " + staged_source(settings),
@@ -146,33 +163,31 @@ def source_id(settings, wheels=None):
                                                settings["exo_node_pip_index_url"])}[source]()
     shaping = {"tinygrad": settings["exo_node_tinygrad_requirement"],
                "skip": sorted(settings["exo_node_skip_requirements"]),
-               "replace": settings["exo_node_replace_requirements"], "wheelhouse": wheelhouse_id(wheels)}
+               "replace": settings["exo_node_replace_requirements"],
+               "wheelhouse": wheel_record.record_id(settings["exo_node_wheelhouse"]) if settings["exo_node_wheelhouse"] else ""}
     return where + "\nrequirements " + json.dumps(shaping, sort_keys=True)
 
 
 def pip_command(settings):
-    """pip install in exo's virtualenv, with the index, wheelhouse and extra arguments of the settings."""
+    """pip install in exo's virtualenv, with the index, wheelhouse and extra arguments of the settings. From a
+    wheelhouse pip takes nothing without the hash its requirements.txt records for it."""
     install_dir = settings["exo_node_install_dir"]
     argv = [install_dir + "/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
     if settings["exo_node_pip_index_url"]:
         argv += ["--index-url", settings["exo_node_pip_index_url"]]
     if settings["exo_node_wheelhouse"]:
-        argv += ["--no-index", "--find-links", install_dir + "/wheelhouse"]
+        argv += ["--require-hashes", "--no-index", "--find-links", install_dir + "/wheelhouse"]
     return argv + settings["exo_node_pip_extra_args"].split()
 
 
 def install_spec(settings):
-    """What pip is given for exo itself."""
+    """What pip is given for exo itself. From a wheelhouse, its requirements.txt: every wheel with its hash, exo's
+    among them, all checked before pip installs any (pip reads no hash given on its command line)."""
+    if settings["exo_node_wheelhouse"]:
+        return "--requirement=%s/wheelhouse/%s" % (settings["exo_node_install_dir"], wheel_record.RECORD)
     return {"git": lambda: "exo @ git+%s@%s" % (settings["exo_node_git_url"], settings["exo_node_git_version"]),
             "path": lambda: staged_source(settings),
             "index": lambda: settings["exo_node_index_requirement"]}[settings["exo_node_source"]]()
-
-
-def wheel_files(wheelhouse):
-    """The wheel files of exo_node_wheelhouse on the controller; None without a wheelhouse."""
-    if not wheelhouse:
-        return None
-    return [path for path in glob.glob(os.path.join(wheelhouse, "*.whl")) if os.path.isfile(path)]
 
 
 def marker_text(marker):
@@ -207,7 +222,7 @@ UNPLANNED = {"python_release": "", "python_errors": [], "packages": [], "spec": 
 
 
 def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
-         stage=None, exe=None, marker=None):
+         stage=None, exe=None, marker=None, verify=False):
     """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
     "source_is_dir", "needed"}: what the install tasks do.
 
@@ -217,17 +232,20 @@ def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None
     --version`), venv (stat of the virtualenv's python), ensurepip (`python -m ensurepip --version`,
     skipped where the virtualenv exists), node_plan (the filter node_plan's answer so far), stage
     (the copy of a path source to the host, skipped for the others), exe (stat of exo's executable)
-    and marker (slurp of the virtualenv's marker).
+    and marker (slurp of the virtualenv's marker). verify adds the wheels of exo_node_wheelhouse whose content is
+    not the recorded one to the errors: a read of the whole wheelhouse, which the tasks ask for once, right before
+    pip installs from it.
     """
     settings, errors = node_settings.settings(raw)
     if errors:
         return dict(UNPLANNED, errors=errors)
     errors = source_errors(settings)
-    wheels = wheel_files(settings["exo_node_wheelhouse"])
+    if verify and settings["exo_node_wheelhouse"] and not errors:
+        errors = wheelhouse_errors(settings, verify=True)
     version_result = python_version or {}
     release = python_release(version_result)
     source_path = settings["exo_node_source_path"].rstrip("/")
-    source = source_id(settings, wheels) if not errors else None
+    source = source_id(settings) if not errors else None
     return {
         "errors": errors,
         "python_release": release,

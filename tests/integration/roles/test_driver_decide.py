@@ -236,9 +236,12 @@ def test_simulated_rocky9_plan(planned):
     assert plan["kernel_packages"] == ["kmod-nvidia-latest-dkms", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64"]
     assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced"]
     epel, cuda = plan["repositories"]
-    assert epel == {"kind": "epel", "package": "epel-release", "needed": True}
+    assert epel == {"kind": "epel", "package": "epel-release", "needed": True,
+                    "key": "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9",
+                    "fingerprint": "FF8AD1344597106ECE813B918A3872BF3228467C"}
     assert cuda["baseurl"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
     assert cuda["gpgkey"] == cuda["baseurl"] + "/D42D0685.pub"
+    assert cuda["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685"
     assert plan["initramfs_command"] == ["dracut", "--force"]
 
 

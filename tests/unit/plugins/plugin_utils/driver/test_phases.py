@@ -44,3 +44,28 @@ def test_the_steps_that_change_the_host_run_unless_the_plan_is_all_that_is_asked
     settings, changes_host, refused = CHANGES_HOST[name]
     result = DRIVER_PLAN(DEBIAN_12, dict(DEFAULTS, **settings), "h", "ssh")
     assert (result["changes_host"], bool(result["errors"])) == (changes_host, refused), result["errors"]
+
+
+def tasks_of(module, directory=os.path.join(REPO, "roles", "driver", "tasks")):
+    """Every task of the driver role's task files (blocks opened) that calls module."""
+    found = []
+
+    def walk(tasks):
+        for task in tasks or []:
+            walk(task.get("block"))
+            if module in task:
+                found.append(task)
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name)) as handle:
+            walk(yaml.safe_load(handle))
+    return found
+
+
+def test_every_rpm_key_is_imported_with_the_fingerprint_the_plan_holds():
+    imports = tasks_of("ansible.builtin.rpm_key")
+    assert len(imports) == 2
+    for task in imports:
+        assert task["ansible.builtin.rpm_key"]["fingerprint"].endswith(".fingerprint }}"), task["name"]
+    # dnf would import any key the repository's gpgkey URL serves; the repository names none.
+    for task in tasks_of("ansible.builtin.yum_repository"):
+        assert "gpgkey" not in task["ansible.builtin.yum_repository"] and task["ansible.builtin.yum_repository"]["gpgcheck"]

@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.driver_plan import FilterModule
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
 from ansible_collections.gpufleet.exo.plugins.modules import device_facts
 from tests.helpers import REAL_H100 as FIXTURES, REPO
@@ -228,9 +229,12 @@ def test_el_plans_and_their_dnf_check(probed):
         "Rocky 9", "nvidia-driver:580-dkms", "dnf")
     assert plan_["kernel_packages"] == ["kmod-nvidia-latest-dkms", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64"]
     epel, cuda = plan_["repositories"]
-    assert epel == {"kind": "epel", "package": "epel-release", "needed": True}
+    assert epel == {"kind": "epel", "package": "epel-release", "needed": True,
+                    "key": "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9",
+                    "fingerprint": "FF8AD1344597106ECE813B918A3872BF3228467C"}
     assert cuda["baseurl"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64"
     assert cuda["gpgkey"] == cuda["baseurl"] + "/D42D0685.pub"
+    assert cuda["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685"
     assert result["package_check"] == {
         "repositories": [{"id": "cuda-rhel9-x86_64", "baseurl": cuda["baseurl"]},
                          {"id": "gpufleet-exo-epel", "baseurl": "https://dl.fedoraproject.org/pub/epel/9/Everything/x86_64/"}],
@@ -244,6 +248,10 @@ def test_el_plans_and_their_dnf_check(probed):
     assert arm["plan"]["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open", "nvidia-settings"]
     assert arm["plan"]["repositories"][0]["package"] == \
         "https://dl.fedoraproject.org/pub/epel/epel-release-latest-9.noarch.rpm"
+    assert arm["plan"]["repositories"][0]["key"] == "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9"
+    assert arm["plan"]["repositories"][0]["fingerprint"] == "FF8AD1344597106ECE813B918A3872BF3228467C"
+    # NVIDIA's one key serves both architectures.
+    assert arm["plan"]["repositories"][1]["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685"
     assert arm["plan"]["repositories"][1]["baseurl"].endswith("/rhel9/sbsa")
     assert arm["package_check"]["other_packages"] == ["kernel-devel-5.14.0-570.12.1.el9_6.aarch64", "nvidia-settings",
                                                       "dkms"]
@@ -294,6 +302,11 @@ def test_a_setting_left_out_takes_the_roles_default(probed):
     ({"exo_driver_branch": "535.129.03"}, ['exo_driver_branch is "535.129.03", a driver version', "first number: 535"]),
     ({"exo_driver_debian_mirror": "deb.debian.org"}, ['exo_driver_debian_mirror is "deb.debian.org", which is not a URL']),
     ({"exo_driver_cuda_repo_key": "keys/D42D0685.pub"}, ['exo_driver_cuda_repo_key is "keys/D42D0685.pub"']),
+    ({"exo_driver_rpm_key_fingerprints": "610C7B14"}, ['exo_driver_rpm_key_fingerprints is "610C7B14"', "give a mapping"]),
+    ({"exo_driver_rpm_key_fingerprints": {"cuda": "D42D0685"}},
+     ['exo_driver_rpm_key_fingerprints.cuda is "D42D0685"', "the key's full OpenPGP fingerprint, 40 hex digits"]),
+    ({"exo_driver_rpm_key_fingerprints": {"nvidia": "610C7B14E068A878070DA4E99CD0A493D42D0685"}},
+     ['exo_driver_rpm_key_fingerprints sets "nvidia", which is not a key this role imports; its keys are cuda, epel']),
     # out of range
     ({"exo_driver_min_free_mib": "-5"}, ['exo_driver_min_free_mib is "-5"; it must be 0 or more']),
     ({"exo_driver_reboot_timeout": 5}, ["exo_driver_reboot_timeout is 5; it must be from 60 to 86400"]),
@@ -324,6 +337,31 @@ def test_one_message_per_problem(probed):
 def test_a_branch_the_release_lacks_is_refused_in_plan_only_mode_too(probed, distribution, branch, parts):
     refused(probed["no_driver"], *parts, distribution=distribution, exo_driver_branch=branch,
             exo_driver_plan_only="true")
+
+
+def test_every_el_release_has_the_fingerprint_of_each_key_it_imports():
+    table = distributions.REDHAT
+    assert sorted(table["key_fingerprints"]["epel"]) == sorted(table["releases"])
+    assert table["key_fingerprints"]["cuda"][driver_plan.DEFAULTS["exo_driver_cuda_repo_key"]]
+    for fingerprint in list(table["key_fingerprints"]["epel"].values()) + list(table["key_fingerprints"]["cuda"].values()):
+        assert driver_plan.FINGERPRINT_RE.match(fingerprint), fingerprint
+
+
+def test_the_rpm_keys_are_imported_with_the_fingerprints_given(probed):
+    nvidia = "AAAA BBBB CCCC DDDD EEEE FFFF 0000 1111 2222 3333"
+    epel, cuda = ok(probed["no_driver"], ROCKY_9, exo_driver_cuda_repo_key="NEWKEY.pub",
+                    exo_driver_rpm_key_fingerprints={"cuda": nvidia})["plan"]["repositories"]
+    assert cuda["gpgkey"].endswith("/NEWKEY.pub") and cuda["fingerprint"] == nvidia.replace(" ", "")
+    assert epel["fingerprint"] == "FF8AD1344597106ECE813B918A3872BF3228467C"
+    own = "0123456789abcdef0123456789abcdef01234567"
+    assert ok(probed["no_driver"], ROCKY_9, exo_driver_rpm_key_fingerprints={"epel": own})["plan"]["repositories"][0][
+        "fingerprint"] == own.upper()
+
+
+def test_a_cuda_key_of_unknown_fingerprint_is_refused_before_any_change(probed):
+    refused(probed["no_driver"], 'exo_driver_cuda_repo_key is "NEWKEY.pub": the role knows the fingerprint of '
+            "D42D0685.pub only, and imports no key it cannot check; set exo_driver_rpm_key_fingerprints.cuda",
+            distribution=ROCKY_9, exo_driver_cuda_repo_key="NEWKEY.pub")
 
 
 def test_impossible_plans_name_what_to_change(probed):

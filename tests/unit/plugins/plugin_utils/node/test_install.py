@@ -19,6 +19,7 @@ import yaml
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install as install_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from tests.helpers import NODE_SETTINGS as PLAN_SETTINGS, REPO
 
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
@@ -86,15 +87,73 @@ def test_every_setting_that_shapes_the_install_changes_the_marker():
     assert install(settings(exo_node_pip_extra_args="--timeout 60"))["source_id"] == base
 
 
-def test_a_new_wheelhouse_installs_again(tmp_path):
-    (tmp_path / "exo-0.0.1-py3-none-any.whl").write_text("")
-    (tmp_path / "notes.txt").write_text("")
-    first = install(settings(exo_node_wheelhouse=str(tmp_path)))
-    digest = hashlib.sha1(b"exo-0.0.1-py3-none-any.whl").hexdigest()
-    assert first["source_id"].endswith('"wheelhouse": "%s"}' % digest)
-    assert first["pip"][-3:] == ["--no-index", "--find-links", "/opt/exo/wheelhouse"]
-    (tmp_path / "numpy-2.0.0-cp311-cp311-linux_x86_64.whl").write_text("")
-    assert install(settings(exo_node_wheelhouse=str(tmp_path)))["source_id"] != first["source_id"]
+def wheelhouse_settings(directory):
+    """The variables scripts/exo-wheelhouse.py writes for a wheelhouse in directory, with its record."""
+    (directory / "exo-0.0.1-py3-none-any.whl").write_bytes(b"exo")
+    (directory / "numpy-2.0.0-cp311-cp311-manylinux_2_17_x86_64.whl").write_bytes(b"numpy")
+    (directory / wheel_record.RECORD).write_text(wheel_record.record_text(str(directory)))
+    return settings(exo_node_source="path", exo_node_source_path=str(directory / "exo-0.0.1-py3-none-any.whl"),
+                    exo_node_wheelhouse=str(directory))
+
+
+def test_from_a_wheelhouse_pip_requires_the_recorded_hash_of_everything_it_installs(tmp_path):
+    plan = install(wheelhouse_settings(tmp_path))
+    assert plan["errors"] == []
+    assert plan["pip"][6:] == ["--require-hashes", "--no-index", "--find-links", "/opt/exo/wheelhouse"]
+    # pip reads hashes from a requirements file only: exo comes in with every wheel, each checked first.
+    assert plan["spec"] == "--requirement=/opt/exo/wheelhouse/requirements.txt"
+
+
+def test_a_wheel_rebuilt_under_the_same_name_installs_again(tmp_path):
+    given = wheelhouse_settings(tmp_path)
+    first = install(given)["source_id"]
+    record = hashlib.sha256((tmp_path / wheel_record.RECORD).read_bytes()).hexdigest()
+    assert first.endswith('"wheelhouse": "%s"}' % record)
+    (tmp_path / "numpy-2.0.0-cp311-cp311-manylinux_2_17_x86_64.whl").write_bytes(b"numpy, rebuilt")
+    (tmp_path / wheel_record.RECORD).write_text(wheel_record.record_text(str(tmp_path)))
+    assert install(given)["source_id"] != first
+
+
+def test_a_wheel_changed_after_the_build_is_refused_where_the_tasks_verify(tmp_path):
+    given = wheelhouse_settings(tmp_path)
+    (tmp_path / "numpy-2.0.0-cp311-cp311-manylinux_2_17_x86_64.whl").write_bytes(b"numpy, tampered")
+    # Named only once the wheels are read, which the tasks ask for right before pip installs from them.
+    assert install(given)["errors"] == []
+    errors = install(given, verify=True)["errors"]
+    assert len(errors) == 1
+    assert errors[0].startswith('exo_node_wheelhouse "%s" numpy-2.0.0-cp311-cp311-manylinux_2_17_x86_64.whl changed '
+                                'after the wheelhouse was built: its sha256 is %s'
+                                % (tmp_path, hashlib.sha256(b"numpy, tampered").hexdigest()))
+    assert "build the wheelhouse again with scripts/exo-wheelhouse.py" in errors[0]
+    assert install(given, verify=True)["source_id"] is None
+
+
+def test_a_wheel_added_after_the_build_is_refused_by_every_check(tmp_path):
+    given = wheelhouse_settings(tmp_path)
+    (tmp_path / "six-1.16.0-py2.py3-none-any.whl").write_bytes(b"six")
+    errors = install(given)["errors"]
+    assert errors == ['exo_node_wheelhouse "%s" six-1.16.0-py2.py3-none-any.whl is not in its requirements.txt: it was '
+                      'added after the wheelhouse was built; remove it, or %s' % (tmp_path, wheel_record.REBUILD)]
+
+
+@pytest.mark.parametrize("source", [
+    {"exo_node_source": "git"},
+    {"exo_node_source": "index", "exo_node_index_requirement": "exo-fork==1.0"},
+    {"exo_node_source": "path", "exo_node_source_path": "DIR"},
+    {"exo_node_source": "path", "exo_node_source_path": "ELSEWHERE"},
+])
+def test_with_a_wheelhouse_exo_is_one_of_its_wheels(tmp_path, source):
+    (tmp_path / "wheelhouse").mkdir()
+    given = wheelhouse_settings(tmp_path / "wheelhouse")
+    elsewhere = tmp_path / "exo-0.0.1-py3-none-any.whl"
+    elsewhere.write_bytes(b"exo")
+    paths = {"DIR": str(tmp_path), "ELSEWHERE": str(elsewhere)}
+    given.update((key, paths.get(value, value)) for key, value in source.items())
+    errors = install(given)["errors"]
+    assert len(errors) == 1 and errors[0].startswith("exo_node_source is %s" % source["exo_node_source"])
+    assert ("but with exo_node_wheelhouse pip installs only the wheelhouse's wheels, each checked against the sha256 "
+            "its requirements.txt records: give exo_node_source path and, as exo_node_source_path, exo's wheel in the "
+            "wheelhouse") in errors[0]
 
 
 def test_pip_gets_the_index_then_the_extra_arguments():
