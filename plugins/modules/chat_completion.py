@@ -54,7 +54,7 @@ EXAMPLES = r"""
   gpufleet.exo.chat_completion:
     port: "{{ exo_node_instances[0].ports.api }}"
     model: llama-3.2-1b
-    prompt: Say hello.
+    prompt: Hi.
   register: answer
 """
 
