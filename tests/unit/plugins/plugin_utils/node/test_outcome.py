@@ -32,10 +32,9 @@ def test_a_new_model_link_restarts_the_instances_that_read_it(probed):
     instances = ok(probed["four"])["instances"]
     before = [uuid(n) for n in range(4)]
     # tinygrad keeps a model's files open: an instance must load the new link again
-    links = {"results": [{"changed": True, "item": {"dest": "/var/lib/exo/x/downloads/m/model.safetensors",
-                                                     "instances": [uuid(2)]}},
-                         {"changed": False, "item": {"dest": "/var/lib/exo/y/downloads/m/model.safetensors",
-                                                      "instances": [uuid(0)]}}]}
+    changed = {"dest": "/var/lib/exo/x/downloads/m/model.safetensors", "instances": [uuid(2)]}
+    same = {"dest": "/var/lib/exo/y/downloads/m/model.safetensors", "instances": [uuid(0)]}
+    links = {"results": [{"changed": True, "item": changed}, {"changed": False, "item": same}]}
     assert outcome.restarts(instances, before, [loop(instances), links]) == [uuid(2)]
 
 
