@@ -84,7 +84,7 @@ options:
     default: /
 requirements:
   - nvidia-ml-py on the target to see NVIDIA GPUs (reported, not required)
-  - psutil on the target (optional; C(/proc) is read otherwise)
+  - psutil on the target (optional; asked only where C(/proc) does not give the CPUs and memory)
   - tinygrad on the target or in O(tinygrad_python) to learn its backend (optional)
 attributes:
   check_mode:

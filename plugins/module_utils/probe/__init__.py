@@ -51,9 +51,16 @@ def _nvml_section(outcome, errors):
     return section
 
 
-def _library_version(module_name):
-    module = sys.modules.get(module_name)
-    return getattr(module, "__version__", None) if module else None
+def _installed_version(package):
+    """A package's version from the dist-info beside it, without importing it; None where it is not installed."""
+    import glob
+    import importlib.util
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.origin:
+        return None
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    found = glob.glob(os.path.join(site, "%s-*.dist-info" % package))
+    return os.path.basename(found[0])[len(package) + 1:-len(".dist-info")] if found else None
 
 
 def _check_gpu(gpus, visible_facts):
@@ -258,7 +265,7 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         "host": host_facts,
         "libraries": {
             "pynvml": nvml_facts.get("library_version"),
-            "psutil": _library_version("psutil") if host.psutil is not None else None,
+            "psutil": _installed_version("psutil"),
             "tinygrad": tinygrad_facts.get("version"),
         },
         "errors": errors,
