@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import copy
 import json
+import os
 
 
 def _child():
@@ -24,11 +25,10 @@ def _child():
 
 def script():
     """The child's text. The child interpreter may not have the collection on its path, so it gets the
-    file's text, read through the package's loader (under Ansible the package runs from a zip archive)
-    without running it here."""
-    import importlib.util
-    name = __name__.rpartition(".")[0] + "._tinygrad_child"
-    return importlib.util.find_spec(name).loader.get_source(name)
+    file's text, read through this module's loader (under Ansible the package runs from a zip archive),
+    neither imported nor compiled here."""
+    path = os.path.join(os.path.dirname(__file__), "_tinygrad_child.py")
+    return __loader__.get_data(path).decode("utf-8")
 
 
 def __getattr__(name):
