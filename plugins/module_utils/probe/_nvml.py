@@ -220,6 +220,7 @@ def _flops(raw, chip):
 def _usage_facts(raw):
     """memory_used_mib, memory_free_mib, processes, busy and busy_reason of a GPU's entry."""
     from . import _busy as busy
+
     def mib(value):
         return value // MIB if value is not None else None
     processes = raw.get("processes")
