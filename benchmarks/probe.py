@@ -105,10 +105,14 @@ def ansible(module, args=""):
     return command + (["-a", args] if args else [])
 
 
-def timed(command, env=None):
+def timed(command, env=None, outputs=None):
+    """Milliseconds the command took; its output is appended to outputs when given."""
     started = time.perf_counter()
-    subprocess.run(command, env=env or ENV, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return (time.perf_counter() - started) * 1000.0
+    proc = subprocess.run(command, env=env or ENV, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    elapsed = (time.perf_counter() - started) * 1000.0
+    if outputs is not None:
+        outputs.append(proc.stdout.decode("utf-8", "replace"))
+    return elapsed
 
 
 def main():
@@ -128,9 +132,13 @@ def main():
     samples = dict((name, []) for name in commands)
     for name, command in commands.items():  # warm caches once (and keep tinygrad's answer), untimed
         timed(command)
+    regathers = []
     for dummy in range(options.rounds):
         for name, command in commands.items():  # interleaved, so drift hits every command alike
-            samples[name].append(timed(command))
+            samples[name].append(timed(command, outputs=regathers if name == "device_facts, re-gather" else None))
+    # A package installed into the interpreter's directories meanwhile (by other work on a shared
+    # machine) rightly voids the kept answer: count how many re-gathers really reused it.
+    reused = sum('"cached": true' in output for output in regathers)
 
     workdir = tempfile.mkdtemp(prefix="gpufleet-bench-")
     gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0), health=simnvml.HEALTHY_H100) for dummy in range(8)]
@@ -153,8 +161,9 @@ def main():
         print("%-38s %10.1f %8.2f" % (name, median, median / ping))
     print()
     print("device_facts tinygrad=false / ping: %.2f (target <= 1.0)" % (medians["device_facts tinygrad=false"] / ping))
-    print("device_facts re-gather / ping: %.2f (target <= 1.05); first gathering / ping: %.2f"
-          % (medians["device_facts, re-gather"] / ping, medians["device_facts, first gathering"] / ping))
+    print("device_facts re-gather / ping: %.2f (target <= 1.05; %d of %d re-gathers reused the kept answer); "
+          "first gathering / ping: %.2f" % (medians["device_facts, re-gather"] / ping, reused, len(regathers),
+                                            medians["device_facts, first gathering"] / ping))
     print("the tinygrad stage adds %.0f ms on a first gathering; the selection alone costs %.0f ms"
           % (medians["device_facts, first gathering"] - medians["device_facts tinygrad=false"],
              medians["tinygrad selection alone"]))
