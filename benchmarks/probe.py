@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -105,13 +106,18 @@ def ansible(module, args=""):
     return command + (["-a", args] if args else [])
 
 
-def timed(command, env=None, outputs=None):
-    """Milliseconds the command took; its output is appended to outputs when given."""
+def timed(command, env=None, outputs=None, cpu=None):
+    """Milliseconds the command took; its output is appended to outputs, and the CPU milliseconds of its
+    process tree (user and system) to cpu, when given."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.run(command, env=env or ENV, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     elapsed = (time.perf_counter() - started) * 1000.0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if outputs is not None:
         outputs.append(proc.stdout.decode("utf-8", "replace"))
+    if cpu is not None:
+        cpu.append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000.0)
     return elapsed
 
 
@@ -130,12 +136,17 @@ def main():
         "tinygrad selection alone": [sys.executable, "-c", tinygrad_probe.SCRIPT],
     }
     samples = dict((name, []) for name in commands)
+    cpu = dict((name, []) for name in commands)
     for name, command in commands.items():  # warm caches once (and keep tinygrad's answer), untimed
         timed(command)
     regathers = []
-    for dummy in range(options.rounds):
-        for name, command in commands.items():  # interleaved, so drift hits every command alike
-            samples[name].append(timed(command, outputs=regathers if name == "device_facts, re-gather" else None))
+    names = list(commands)
+    for number in range(options.rounds):
+        # Interleaved, so drift hits every command alike, and rotated each round: what a heavy command
+        # leaves behind (a busy CPU, the tinygrad child's exit) falls on a different one each time.
+        for name in names[number % len(names):] + names[:number % len(names)]:
+            outputs = regathers if name == "device_facts, re-gather" else None
+            samples[name].append(timed(commands[name], outputs=outputs, cpu=cpu[name]))
     # A package installed into the interpreter's directories meanwhile (by other work on a shared
     # machine) rightly voids the kept answer: count how many re-gathers really reused it.
     reused = sum('"cached": true' in output for output in regathers)
@@ -155,15 +166,25 @@ def main():
     samples["in-process probe, 8 simulated GPUs"] = in_process["samples"]
 
     medians = dict((name, statistics.median(values)) for name, values in samples.items())
+    cpu_medians = dict((name, statistics.median(values)) for name, values in cpu.items())
     ping = medians["ping"]
-    print("%-38s %10s %8s   (%d rounds, interleaved)" % ("", "median ms", "x ping", options.rounds))
+    # On a shared machine wall time swings with the others' load; the CPU the commands' processes spent
+    # swings less, and says the same where the machine is idle.
+    print("%-38s %10s %8s %10s %8s   (%d rounds, interleaved, rotated)"
+          % ("", "median ms", "x ping", "CPU ms", "x ping", options.rounds))
     for name, median in medians.items():
-        print("%-38s %10.1f %8.2f" % (name, median, median / ping))
+        line = "%-38s %10.1f %8.2f" % (name, median, median / ping)
+        if name in cpu_medians:
+            line += " %10.1f %8.2f" % (cpu_medians[name], cpu_medians[name] / cpu_medians["ping"])
+        print(line)
     print()
-    print("device_facts tinygrad=false / ping: %.2f (target <= 1.0)" % (medians["device_facts tinygrad=false"] / ping))
-    print("device_facts re-gather / ping: %.2f (target <= 1.05; %d of %d re-gathers reused the kept answer); "
-          "first gathering / ping: %.2f" % (medians["device_facts, re-gather"] / ping, reused, len(regathers),
-                                            medians["device_facts, first gathering"] / ping))
+    print("device_facts tinygrad=false / ping: %.2f, CPU %.2f (target <= 1.0)"
+          % (medians["device_facts tinygrad=false"] / ping,
+             cpu_medians["device_facts tinygrad=false"] / cpu_medians["ping"]))
+    print("device_facts re-gather / ping: %.2f, CPU %.2f (target <= 1.05; %d of %d re-gathers reused the kept "
+          "answer); first gathering / ping: %.2f" % (
+              medians["device_facts, re-gather"] / ping, cpu_medians["device_facts, re-gather"] / cpu_medians["ping"],
+              reused, len(regathers), medians["device_facts, first gathering"] / ping))
     print("the tinygrad stage adds %.0f ms on a first gathering; the selection alone costs %.0f ms"
           % (medians["device_facts, first gathering"] - medians["device_facts tinygrad=false"],
              medians["tinygrad selection alone"]))
