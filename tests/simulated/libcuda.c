@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "percent.h"
+
 #define API __attribute__((visibility("default")))
 
 typedef int CUresult;
@@ -55,34 +57,6 @@ static const struct { CUresult code; const char *name; } ERROR_NAMES[] = {
 
 static struct { unsigned char uuid[16]; char bus_id[32]; } devices[MAX_DEVICES];
 static int device_count = -1; /* -1: cuInit has not succeeded */
-
-static int hex_value(int c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static int percent_decode(const char *in, char *out, size_t size)
-{
-    size_t n = 0;
-    while (*in) {
-        int c = (unsigned char)*in;
-        if (c == '%') {
-            int hi = hex_value(in[1]), lo = hi < 0 ? -1 : hex_value(in[2]);
-            if (hi < 0 || lo < 0) return -1;
-            c = hi * 16 + lo;
-            in += 3;
-        } else {
-            in++;
-        }
-        if (n + 1 >= size) return -1;
-        out[n++] = (char)c;
-    }
-    out[n] = '\0';
-    return 0;
-}
 
 /* Whether a table token ("-" or "=<encoded>") stands for this variable's value (NULL: unset). */
 static int token_matches(const char *token, const char *value)

@@ -55,6 +55,7 @@ Behaviour worth knowing
     index the call concerns (a MIG handle's parent; the index argument of GetHandleByIndex).
 """
 
+import glob
 import hashlib
 import os
 import shutil
@@ -162,6 +163,10 @@ def build_library(source_path, library_name, flags, prefix):
     """Compile a simulated library (once per source and flags) into <prefix>-<digest>/; return that directory."""
     with open(source_path, "rb") as f:
         source = f.read()
+    # The headers beside the source (percent.h) are part of it.
+    for header in sorted(glob.glob(os.path.join(os.path.dirname(source_path), "*.h"))):
+        with open(header, "rb") as f:
+            source += f.read()
     digest = hashlib.sha256(source + "\0".join(flags).encode()).hexdigest()[:16]
     lib_dir = "%s-%s" % (prefix, digest)
     target = os.path.join(lib_dir, library_name)
