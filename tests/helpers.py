@@ -63,9 +63,12 @@ class Run:
 
 
 def run_module(tmp_path, args=None, env=None, python=sys.executable):
-    """Run device_facts in a fresh process: the simulated libnvidia-ml is found at process start."""
+    """Run device_facts in a fresh process: the simulated libnvidia-ml is found at process start.
+
+    Without the cache of tinygrad's answers unless args turn it on: a test that changes a simulated
+    tinygrad in place between two runs means the second run to ask it again."""
     args_file = tmp_path / "args.json"
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(args or {})}))
+    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict({"tinygrad_cache": False}, **(args or {}))}))
     environ = dict(os.environ, PYTHONPATH=os.pathsep.join([COLLECTIONS, os.environ.get("PYTHONPATH", "")]))
     environ.pop("LD_LIBRARY_PATH", None)
     environ.update(env or {})

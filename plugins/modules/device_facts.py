@@ -41,6 +41,22 @@ options:
         for a quick inventory.
     type: bool
     default: true
+  tinygrad_cache:
+    description:
+      - Whether root keeps the answer of the tinygrad stage (and of O(backends)) between gatherings, and
+        reuses it while nothing that decides it has changed; the facts then say C(tinygrad.cached) and
+        since when (C(tinygrad.cached_since)).
+      - What decides it is the probe's own code, the boot, the GPUs on the PCI bus and their kernel
+        drivers, the NVIDIA driver's version and its GPUs' UUIDs, bus ids and MIG devices and whether they
+        are busy, the interpreter O(tinygrad_python) and every directory it imports from (installing,
+        upgrading or removing tinygrad or any other package there counts), the environment (less the
+        variables each login or connection sets anew, such as E(SSH_CONNECTION) and E(PWD)), O(backends)
+        and the user. A stage that timed out or crashed is not kept.
+      - The answers are kept in C(/run/gpufleet-exo/tinygrad), which only root can write and a reboot
+        empties; without root nothing is kept, and a directory or file another user could write is
+        ignored.
+    type: bool
+    default: true
   backends:
     description:
       - Backends whose opening to check, each in a child of O(tinygrad_python) with the probe's guards,
@@ -68,7 +84,7 @@ options:
     default: /
 requirements:
   - nvidia-ml-py on the target to see NVIDIA GPUs (reported, not required)
-  - psutil on the target (optional; C(/proc) is read otherwise)
+  - psutil on the target (optional; asked only where C(/proc) does not give the CPUs and memory)
   - tinygrad on the target or in O(tinygrad_python) to learn its backend (optional)
 attributes:
   check_mode:
@@ -407,8 +423,9 @@ ansible_facts:
                   type: list
                   elements: str
         visible:
-          description: The GPUs a process started with this environment would see, by the CUDA driver's
-            rules for E(CUDA_VISIBLE_DEVICES) and E(CUDA_DEVICE_ORDER) (docs/facts.md), with
+          description: The GPUs a process started with this environment would see under E(CUDA_VISIBLE_DEVICES)
+            and E(CUDA_DEVICE_ORDER), as the CUDA driver itself answers where C(libcuda.so.1) loads
+            (C(source) V(driver)), else by the driver's rules (V(rules), docs/facts.md), with
             C(cuda_visible_devices), C(device_order), C(devices), C(invalid_entry) (the entry where the
             driver stops reading the list) and C(cuda_init_error), V(null) unless the list leaves CUDA
             no GPU; then C(code) (V(100) no device, V(101) a device named twice), C(name) and C(reason).
@@ -440,12 +457,43 @@ ansible_facts:
             invalid_entry:
               description: The first invalid entry, where CUDA stops reading the list; V(null) when none.
               type: str
+            source:
+              description: V(driver) (the CUDA driver was asked, through C(cuInit) and the device calls, without
+                creating a context) or V(rules) (no driver to ask; C(driver) says why).
+              type: str
+            driver:
+              description: Whether the CUDA driver answered.
+              type: dict
+              contains:
+                status:
+                  description: V(ok), V(init_error) (C(cuInit) refused; C(cuda_init_error) has its code),
+                    V(library_not_found), V(error), V(timeout), V(crash) or V(not_asked) (no NVIDIA GPU on the bus).
+                  type: str
+                message:
+                  description: Why the driver gave no device list; V(null) otherwise.
+                  type: str
+            rules_agree:
+              description: Whether the rules reach the devices (or the C(cuInit) error) the driver answered;
+                V(null) without the driver's answer.
+              type: bool
+            rules_reading:
+              description: What the rules read where they disagree with the driver; V(null) otherwise.
+              type: dict
+              contains:
+                devices:
+                  description: The UUIDs (a MIG device's own) of the devices the rules see, in CUDA order.
+                  type: list
+                  elements: str
+                cuda_init_error:
+                  description: The C(cuInit) error code the rules expect; V(null) for none.
+                  type: int
             cuda_init_error:
               description: How C(cuInit) fails when the list leaves CUDA no GPU; V(null) otherwise.
               type: dict
               contains:
                 code:
-                  description: V(100) (no device) or V(101) (a device named twice).
+                  description: V(100) (no device), V(101) (a device named twice) or, from the driver, any other
+                    C(CUresult).
                   type: int
                 name:
                   description: The CUDA error's name.
@@ -593,6 +641,14 @@ ansible_facts:
                 blocked classes).
               type: list
               elements: str
+            cached:
+              description: This section (and C(backends)) is the answer of an earlier gathering, kept by
+                O(tinygrad_cache) because nothing that decides it has changed since.
+              type: bool
+            cached_since:
+              description: When that answer was found (UTC, ISO 8601); V(null) when C(cached) is false.
+              type: str
+              sample: "2026-11-24T22:10:10Z"
             backends:
               description: The checks O(backends) asked for, by backend; only the backends asked for are
                 keys, and none without O(backends).
@@ -687,7 +743,7 @@ ansible_facts:
           elements: dict
           contains:
             stage:
-              description: The stage (V(pci), V(host), V(nvml), V(amd), V(tinygrad), ...).
+              description: The stage (V(pci), V(host), V(nvml), V(amd), V(cuda), V(tinygrad), ...).
               type: str
             kind:
               description: What went wrong (V(timeout), V(crash), V(function_not_found), V(decode_error), ...).
@@ -706,6 +762,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import gather
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe._cache import DIRECTORY as CACHE_DIRECTORY
 
 
 def main():
@@ -713,6 +770,7 @@ def main():
         argument_spec=dict(
             timeout=dict(type="float", default=10.0),
             tinygrad=dict(type="bool", default=True),
+            tinygrad_cache=dict(type="bool", default=True),
             backends=dict(type="list", elements="str", choices=["cuda", "nv", "amd", "cpu"], default=[]),
             tinygrad_python=dict(type="path"),
             rootfs=dict(type="path", default="/"),
@@ -726,7 +784,8 @@ def main():
         module.fail_json(msg="rootfs %s is not a directory: give the root of the host to probe, or leave it at /"
                          % params["rootfs"])
     facts = gather(rootfs=params["rootfs"], timeout=params["timeout"], tinygrad=params["tinygrad"],
-                   tinygrad_python=params["tinygrad_python"], backends=params["backends"])
+                   tinygrad_python=params["tinygrad_python"], backends=params["backends"],
+                   tinygrad_cache=CACHE_DIRECTORY if params["tinygrad_cache"] else None)
     module.exit_json(changed=False, ansible_facts={"device_capabilities": facts})
 
 

@@ -28,6 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "percent.h"
+
 #define API __attribute__((visibility("default")))
 
 /* ---- nvml.h types and constants (values as in nvml.h) ---------------------------------- */
@@ -352,35 +354,6 @@ static const struct field MIG_FIELDS[] = {
     DEVICE_FIELD("gpu_instance_id", F_UINT, gpu_instance_id, NO_FLAG),
     DEVICE_FIELD("compute_instance_id", F_UINT, compute_instance_id, NO_FLAG),
 };
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/* Values are percent-encoded so that any byte but NUL (non-UTF-8 names) fits on one line. */
-static int percent_decode(const char *in, char *out, size_t size)
-{
-    size_t n = 0;
-    while (*in) {
-        int c = (unsigned char)*in;
-        if (c == '%') {
-            int hi = hex_value(in[1]), lo = hi < 0 ? -1 : hex_value(in[2]);
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) return -1;
-            c = hi * 16 + lo;
-            in += 3;
-        } else {
-            in++;
-        }
-        if (n + 1 >= size) return -1;
-        out[n++] = (char)c;
-    }
-    out[n] = '\0';
-    return 0;
-}
 
 static int parse_ull(const char *s, unsigned long long max, unsigned long long *out)
 {

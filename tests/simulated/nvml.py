@@ -55,6 +55,7 @@ Behaviour worth knowing
     index the call concerns (a MIG handle's parent; the index argument of GetHandleByIndex).
 """
 
+import glob
 import hashlib
 import os
 import shutil
@@ -155,31 +156,39 @@ def build(variant="current"):
     if variant not in VARIANT_FLAGS:
         raise ValueError("simulated NVML variant %r is unknown: use one of %s"
                          % (variant, ", ".join(sorted(VARIANT_FLAGS))))
-    flags = CFLAGS + VARIANT_FLAGS[variant]
-    with open(SOURCE, "rb") as f:
+    return build_library(SOURCE, LIBRARY_NAME, CFLAGS + VARIANT_FLAGS[variant], os.path.join(_cache_root(), variant))
+
+
+def build_library(source_path, library_name, flags, prefix):
+    """Compile a simulated library (once per source and flags) into <prefix>-<digest>/; return that directory."""
+    with open(source_path, "rb") as f:
         source = f.read()
+    # The headers beside the source (percent.h) are part of it.
+    for header in sorted(glob.glob(os.path.join(os.path.dirname(source_path), "*.h"))):
+        with open(header, "rb") as f:
+            source += f.read()
     digest = hashlib.sha256(source + "\0".join(flags).encode()).hexdigest()[:16]
-    lib_dir = os.path.join(_cache_root(), "%s-%s" % (variant, digest))
-    target = os.path.join(lib_dir, LIBRARY_NAME)
+    lib_dir = "%s-%s" % (prefix, digest)
+    target = os.path.join(lib_dir, library_name)
     if os.path.exists(target):
         return lib_dir
 
     compiler = shutil.which("gcc") or shutil.which("cc")
     if not compiler:
-        raise RuntimeError("building the simulated libnvidia-ml.so.1 needs a C compiler: install gcc "
-                           "(apt-get install gcc) or put one on PATH")
+        raise RuntimeError("building the simulated %s needs a C compiler: install gcc "
+                           "(apt-get install gcc) or put one on PATH" % library_name)
     if not os.path.isdir(lib_dir):
         os.makedirs(lib_dir, exist_ok=True)
     # Several test processes may build at once: each writes its own file, the rename is atomic.
-    fd, partial = tempfile.mkstemp(prefix=LIBRARY_NAME + ".", suffix=".partial", dir=lib_dir)
+    fd, partial = tempfile.mkstemp(prefix=library_name + ".", suffix=".partial", dir=lib_dir)
     os.close(fd)
     try:
-        result = subprocess.run([compiler] + list(flags) + ["-o", partial, SOURCE],
+        result = subprocess.run([compiler] + list(flags) + ["-o", partial, source_path],
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 universal_newlines=True, check=False)
         if result.returncode != 0:
             raise RuntimeError("compiling %s failed (%s, exit %d):\n%s"
-                               % (SOURCE, compiler, result.returncode, result.stdout))
+                               % (source_path, compiler, result.returncode, result.stdout))
         os.chmod(partial, 0o755)
         os.replace(partial, target)
     finally:

@@ -3,10 +3,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Gather device_capabilities: what this host can really compute.
 
-Safe stages (sysfs, procfs) run in this process. Risky ones (NVML, vendor libraries, tinygrad's
-device selection and backend checks) run in child processes that share one deadline, all at once
-except where an NVIDIA GPU is on the bus: tinygrad's stages then start once NVML has said which
-GPUs are busy (_busy.py). A stage that fails costs only its own part of the facts.
+Safe stages (sysfs, procfs) run in this process. Risky ones (NVML, vendor libraries, the CUDA
+driver's device list, tinygrad's device selection and backend checks) run in child processes that
+share one deadline, all at once except where an NVIDIA GPU is on the bus: tinygrad's stages then
+start once NVML has said which GPUs are busy (_busy.py). A stage that fails costs only its own part
+of the facts. tinygrad's answer is kept between gatherings while nothing that decides it changes
+(_cache.py).
+
+AnsiballZ ships the package as sources, compiled on every run: the modules only some hosts need
+(NVML's shaping, AMD, tinygrad) are imported where they are needed.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -15,9 +20,7 @@ import os
 import sys
 import time
 
-from . import (
-    _amd as amd, _busy as busy, _deadline as deadline, _host as host, _nvml as nvml, _tinygrad as tinygrad_probe,
-    _visible as visible, conclusions, pci)
+from . import _busy as busy, _cache as cache, _deadline as deadline, _host as host, _visible as visible, conclusions, pci
 
 SCHEMA_VERSION = 1
 
@@ -48,9 +51,16 @@ def _nvml_section(outcome, errors):
     return section
 
 
-def _library_version(module_name):
-    module = sys.modules.get(module_name)
-    return getattr(module, "__version__", None) if module else None
+def _installed_version(package):
+    """A package's version from the dist-info beside it, without importing it; None where it is not installed."""
+    import glob
+    import importlib.util
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.origin:
+        return None
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    found = glob.glob(os.path.join(site, "%s-*.dist-info" % package))
+    return os.path.basename(found[0])[len(package) + 1:-len(".dist-info")] if found else None
 
 
 def _check_gpu(gpus, visible_facts):
@@ -63,6 +73,7 @@ def _check_gpu(gpus, visible_facts):
 
 def _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visible_facts):
     """(stages, skipped, check_gpus): the tinygrad probe and a check per backend, none opening a busy GPU."""
+    from . import _tinygrad as tinygrad_probe
     env = dict(environ)
     stages, skipped, check_gpus = {}, {}, {}
     if tinygrad:
@@ -79,7 +90,83 @@ def _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visib
     return stages, skipped, check_gpus
 
 
-def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, environ=None, backends=()):
+def _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_gpus, errors):
+    """The tinygrad section from the stages' outcomes; stage failures go to ``errors``."""
+    from . import _tinygrad as tinygrad_probe
+    dummy, skipped_checks, check_gpus = planned
+    if tinygrad:
+        outcome = outcomes["tinygrad"]
+        section = tinygrad_probe.interpret(outcome.value if outcome.ok else None)
+        if not outcome.ok:
+            errors.append(_stage_error("tinygrad", outcome))
+            section["reason"] = "tinygrad stage failed: %s" % outcome.message
+        elif nvidia_first and busy_gpus and section["installed"]:
+            section["reason"] = "not asked to open a device: " + busy.describe(busy_gpus)
+    else:
+        section = tinygrad_probe.interpret(None)
+        section.update(installed=None, reason="not probed (tinygrad: false)")
+    if backends:
+        section["backends"] = {}
+        for name in backends:
+            outcome = outcomes.get("tinygrad_" + name)
+            if outcome is None:
+                section["backends"][name] = skipped_checks[name]
+            elif outcome.ok:
+                section["backends"][name] = tinygrad_probe.check_entry(outcome.value, check_gpus[name])
+            else:
+                errors.append(_stage_error("tinygrad_" + name, outcome))
+                section["backends"][name] = tinygrad_probe.check_entry(
+                    None, check_gpus[name], {"type": outcome.kind, "message": outcome.message})
+    return section
+
+
+def _nvml_query():
+    # Imported in the stage's child: the parent needs _nvml only where NVML lists GPUs.
+    from . import _nvml
+    return _nvml.query()
+
+
+def _driver_answer(outcome):
+    """The CUDA driver's answer for the visible section (_visible.resolve), from the ``cuda`` stage."""
+    if outcome is None:
+        return None
+    if not outcome.ok:
+        return {"status": outcome.kind, "message": outcome.message}
+    return outcome.value.get("cuda") or {"status": "error", "message": "the cuda stage gave no answer"}
+
+
+class _Cache:
+    """The tinygrad stage's answer between gatherings (_cache.py): where it is kept, and what decides it."""
+
+    def __init__(self, directory, python, inputs):
+        self.directory = directory if directory and os.geteuid() == 0 else None
+        self.python = python
+        self.inputs = inputs
+        self.key = None
+
+    def load(self, timings, pci_devices, nvml_facts=None, gpus=()):
+        if self.directory is None:
+            return None
+        from . import _tinygrad as tinygrad_probe
+        started = time.monotonic()
+        self.key = cache.inputs(script=tinygrad_probe.script(), python=self.python, pci_devices=pci_devices,
+                                nvml_facts=nvml_facts, gpus=gpus, **self.inputs)
+        entry = cache.load(self.directory, self.key)
+        timings["tinygrad_cache"] = round((time.monotonic() - started) * 1000.0, 1)
+        return entry
+
+    def save(self, outcomes, names, section):
+        """Keep an answer every stage of which gave one: a timeout or a crash may not happen next time."""
+        if self.directory is None or not names or not all(outcomes[name].ok for name in names):
+            return
+        install = next((outcomes[name].value.get("install") for name in names), None)
+        if install is not None:
+            cache.save(self.directory, self.key, install, section)
+
+
+def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, environ=None, backends=(),
+           tinygrad_cache=cache.DIRECTORY):
+    """The facts. ``tinygrad_cache``: the directory of the tinygrad stage's answers (None: none kept)."""
     environ = os.environ if environ is None else environ
     timings = {}
     errors = []
@@ -88,17 +175,28 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
     host_facts = _timed(timings, "host", host.probe, rootfs)
     nvswitches = pci.nvswitches(rootfs)
 
-    stages = {"nvml": deadline.Stage(func=nvml.query)}
-    if any(device["vendor"] == "amd" for device in pci_devices):
+    stages = {"nvml": deadline.Stage(func=_nvml_query)}
+    amd_present = any(device["vendor"] == "amd" for device in pci_devices)
+    if amd_present:
+        from . import _amd as amd
         stages["amd"] = deadline.Stage(func=amd.query_names)
     python = tinygrad_python or sys.executable
     # Where an NVIDIA GPU is on the bus, tinygrad waits for NVML, which says whether the GPU is
     # busy (_busy.py); elsewhere there is nothing to wait for.
     nvidia_first = any(device["vendor"] == "nvidia" for device in pci_devices)
-    planned = ({}, {}, {})
-    if not nvidia_first:
-        planned = _tinygrad_stages(python, environ, tinygrad, backends, [], [], None)
-        stages.update(planned[0])
+    asked = bool(tinygrad or backends)
+    kept = _Cache(tinygrad_cache if asked else None, python, dict(
+        rootfs=rootfs, environ=environ, backends=backends, tinygrad=tinygrad))
+    planned, entry = ({}, {}, {}), None
+    if nvidia_first:
+        from . import _tinygrad as tinygrad_probe
+        # The CUDA driver's own reading of CUDA_VISIBLE_DEVICES, asked with the module's interpreter.
+        stages["cuda"] = deadline.Stage(argv=tinygrad_probe.stage_argv(sys.executable, "cuda"), env=dict(environ))
+    elif asked:
+        entry = kept.load(timings, pci_devices)
+        if entry is None:
+            planned = _tinygrad_stages(python, environ, tinygrad, backends, [], [], None)
+            stages.update(planned[0])
     state_dir = deadline.STATE_DIR if os.geteuid() == 0 else None
     outcomes = deadline.run_stages(stages, timeout, state_dir)
 
@@ -109,48 +207,42 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         # "Unknown Error"; sysfs says what it is.
         nvml_facts.update(status="driver_not_loaded", message="%s; /sys/module/nvidia is absent: the nvidia kernel "
                                                               "module is not loaded" % nvml_facts["message"])
-    gpus = [nvml.shape(raw, pci_devices) for raw in nvml_facts.pop("gpus")]
-    visible_facts = visible.resolve(gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"))
+    raw_gpus = nvml_facts.pop("gpus")
+    gpus = []
+    if raw_gpus:
+        from . import _nvml as nvml
+        gpus = [nvml.shape(raw, pci_devices) for raw in raw_gpus]
+    if "cuda" in outcomes and not outcomes["cuda"].ok:
+        errors.append(_stage_error("cuda", outcomes["cuda"]))
+    visible_facts = visible.resolve(gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"),
+                                    _driver_answer(outcomes.get("cuda")))
     busy_gpus = busy.busy_gpus(gpus) if nvml_facts["status"] == "ok" else []
-    if nvidia_first:
-        planned = _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visible_facts)
-        outcomes.update(deadline.run_stages(planned[0], max(timeout - (time.monotonic() - started), 0.0), state_dir))
-    dummy, skipped_checks, check_gpus = planned
+    if nvidia_first and asked:
+        entry = kept.load(timings, pci_devices, nvml_facts, gpus)
+        if entry is None:
+            planned = _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visible_facts)
+            left = max(timeout - (time.monotonic() - started), 0.0)
+            outcomes.update(deadline.run_stages(planned[0], left, state_dir))
     for name, outcome in outcomes.items():
         timings[name] = round(outcome.elapsed_ms, 1)
 
-    names, library = {}, None
-    if "amd" in outcomes:
+    amd_gpus = []
+    if amd_present:
+        from . import _amd as amd
+        names, library = {}, None
         if outcomes["amd"].ok:
             names, library = outcomes["amd"].value["names"], outcomes["amd"].value["library"]
         else:
             errors.append(_stage_error("amd", outcomes["amd"]))
-    amd_gpus = amd.gpus(pci_devices, rootfs, names, library)
+        amd_gpus = amd.gpus(pci_devices, rootfs, names, library)
 
-    if tinygrad:
-        outcome = outcomes["tinygrad"]
-        tinygrad_facts = tinygrad_probe.interpret(outcome.value if outcome.ok else None)
-        if not outcome.ok:
-            errors.append(_stage_error("tinygrad", outcome))
-            tinygrad_facts["reason"] = "tinygrad stage failed: %s" % outcome.message
-        elif nvidia_first and busy_gpus and tinygrad_facts["installed"]:
-            tinygrad_facts["reason"] = "not asked to open a device: " + busy.describe(busy_gpus)
+    if entry is not None:
+        tinygrad_facts = entry["tinygrad"]
     else:
-        tinygrad_facts = tinygrad_probe.interpret(None)
-        tinygrad_facts.update(installed=None, reason="not probed (tinygrad: false)")
-    tinygrad_facts["python"] = python
-    if backends:
-        tinygrad_facts["backends"] = {}
-        for name in backends:
-            outcome = outcomes.get("tinygrad_" + name)
-            if outcome is None:
-                tinygrad_facts["backends"][name] = skipped_checks[name]
-            elif outcome.ok:
-                tinygrad_facts["backends"][name] = tinygrad_probe.check_entry(outcome.value, check_gpus[name])
-            else:
-                errors.append(_stage_error("tinygrad_" + name, outcome))
-                tinygrad_facts["backends"][name] = tinygrad_probe.check_entry(
-                    None, check_gpus[name], {"type": outcome.kind, "message": outcome.message})
+        tinygrad_facts = _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_gpus, errors)
+        tinygrad_facts["python"] = python
+        kept.save(outcomes, list(planned[0]), tinygrad_facts)
+    tinygrad_facts.update(cached=entry is not None, cached_since=cache.since_text(entry["since"]) if entry else None)
 
     chosen, fallback_reason = conclusions.backend(pci_devices, nvml_facts, gpus, visible_facts, amd_gpus,
                                                   tinygrad_facts)
@@ -173,7 +265,7 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         "host": host_facts,
         "libraries": {
             "pynvml": nvml_facts.get("library_version"),
-            "psutil": _library_version("psutil") if host.psutil is not None else None,
+            "psutil": _installed_version("psutil"),
             "tinygrad": tinygrad_facts.get("version"),
         },
         "errors": errors,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The host's CPUs, NUMA nodes and memory: psutil when it is there, else /proc and /sys."""
+"""The host's CPUs, NUMA nodes and memory: /proc and /sys, and psutil on a live host whose /proc lacks them."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -10,11 +10,6 @@ import os
 import re
 
 from . import _sysfs as sysfs
-
-try:
-    import psutil
-except ImportError:
-    psutil = None
 
 MIB = 1024 * 1024
 # /proc/cpuinfo names the CPU differently per architecture (x86, arm64, POWER).
@@ -54,16 +49,24 @@ def _meminfo_total_mib(rootfs):
     return None
 
 
+def _psutil_figures():
+    """(cpus, memory_mib) from psutil, or (None, None) without it."""
+    try:
+        import psutil
+    except ImportError:
+        return None, None
+    return psutil.cpu_count(logical=True), psutil.virtual_memory().total // MIB
+
+
 def probe(rootfs="/"):
     model, processors = _cpuinfo(rootfs)
-    # psutil reads the live host only, so a simulated root is read from its files.
-    live = psutil is not None and os.path.realpath(rootfs) == "/"
-    if live:
-        cpus = psutil.cpu_count(logical=True)
-        memory_mib = psutil.virtual_memory().total // MIB
-    else:
-        cpus = processors or (os.cpu_count() if os.path.realpath(rootfs) == "/" else None)
-        memory_mib = _meminfo_total_mib(rootfs)
+    cpus, memory_mib = processors or None, _meminfo_total_mib(rootfs)
+    # psutil reads these same files on Linux; importing it costs more than reading them, so it is
+    # asked only on a live host whose /proc does not say.
+    if os.path.realpath(rootfs) == "/" and (cpus is None or memory_mib is None):
+        figures = _psutil_figures()
+        cpus = cpus or figures[0] or os.cpu_count()
+        memory_mib = memory_mib if memory_mib is not None else figures[1]
     return {
         "cpu_model": model,
         "cpus": cpus,

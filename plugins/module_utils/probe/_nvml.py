@@ -5,6 +5,10 @@
 
 `query` runs in a child process (see _deadline.py) and returns raw values only; `shape` turns them
 into the published facts in the parent, where nothing can hang.
+
+AnsiballZ ships the collection as sources, compiled on every import: the modules only a GPU needs
+(the chip table, health, busy) are imported where there is one, so that the child on a host
+without NVIDIA's library returns before compiling them.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -15,7 +19,6 @@ import importlib.util
 import os
 import sys
 
-from . import _busy as busy, _chips as chips, health
 from .pci import sysfs_bus_id
 
 MIB = 1024 * 1024
@@ -98,6 +101,7 @@ def _mig(session, where, handle):
 
 
 def _gpu(session, index):
+    from . import health
     where = "GPU %d " % index
     handle = session.call(where, "nvmlDeviceGetHandleByIndex", index)
     if handle is None:
@@ -203,6 +207,7 @@ def query():
 
 
 def _flops(raw, chip):
+    from . import _chips as chips
     if chip is not None:
         return {"fp32": chip["fp32"], "fp16": chip["fp16"], "int8": chip["int8"], "source": "table"}
     major, minor = raw.get("compute_capability") or (None, None)
@@ -214,6 +219,8 @@ def _flops(raw, chip):
 
 def _usage_facts(raw):
     """memory_used_mib, memory_free_mib, processes, busy and busy_reason of a GPU's entry."""
+    from . import _busy as busy
+
     def mib(value):
         return value // MIB if value is not None else None
     processes = raw.get("processes")
@@ -231,6 +238,7 @@ def _usage_facts(raw):
 
 def shape(raw, pci_devices):
     """The published entry for one GPU, merged with what sysfs says about its PCI device."""
+    from . import _chips as chips, health
     memory_mib = raw["memory_total"] // MIB if raw.get("memory_total") is not None else None
     chip = chips.lookup(raw["name"], memory_mib) if raw.get("name") else None
     bus_id = sysfs_bus_id(raw.get("pci_bus_id"))

@@ -13,31 +13,29 @@ __metaclass__ = type
 
 import copy
 import json
+import os
 
-from . import _tinygrad_child as tinygrad_child
 
-# tinygrad device name -> the backend vocabulary of docs/facts.md; names not listed map to None.
-BACKENDS = {
-    "CUDA": "cuda",
-    "NV": "nv",
-    "AMD": "amd",
-    "CPU": "cpu",
-    "CLANG": "cpu",
-    "LLVM": "cpu",
-    "METAL": None,
-    "QCOM": None,
-    "GPU": None,
-    "CL": None,
-    "HIP": None,
-    "DSP": None,
-    "WEBGPU": None,
-    "PYTHON": None,
-    "NULL": None,
-}
+def _child():
+    # Imported when first needed: AnsiballZ ships sources, so every module imported is compiled on
+    # each run, and a gathering without the tinygrad stage needs none of the child's code.
+    from . import _tinygrad_child
+    return _tinygrad_child
 
-# The child interpreter may not have the collection on its path, so it gets the file's text.
-# Read through the module's loader: under Ansible this module runs from a zip archive.
-SCRIPT = tinygrad_child.__loader__.get_source(tinygrad_child.__name__)
+
+def script():
+    """The child's text. The child interpreter may not have the collection on its path, so it gets the
+    file's text, read through this module's loader (under Ansible the package runs from a zip archive),
+    neither imported nor compiled here."""
+    path = os.path.join(os.path.dirname(__file__), "_tinygrad_child.py")
+    return __loader__.get_data(path).decode("utf-8")
+
+
+def __getattr__(name):
+    """``SCRIPT`` (``script()``), read when first asked for (PEP 562)."""
+    if name != "SCRIPT":
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    return script()
 
 
 def version_facts(version):
@@ -49,7 +47,7 @@ def version_facts(version):
     if version is not None and not isinstance(version, str):
         raise TypeError("tinygrad version must be a string like '0.10.0' or None, not %s %r"
                         % (type(version).__name__, version))
-    first, facts, assumed = tinygrad_child.version_row(version)
+    first, facts, assumed = _child().version_row(version)
     result = copy.deepcopy(facts)
     result["first_version"] = first
     result["assumed"] = assumed
@@ -91,10 +89,11 @@ def interpret(raw, python=None):
 
 
 def stage_argv(python, mode=None, backend=None, gpu=None):
-    """The child's command: the probe (mode None), ``version``, or ``check`` of one backend on gpu."""
-    argv = [python, "-c", SCRIPT]
-    if mode == "version":
-        argv.append("version")
+    """The child's command: the probe (mode None), ``version``, ``cuda`` (the CUDA driver's device list), or
+    ``check`` of one backend on gpu."""
+    argv = [python, "-c", script()]
+    if mode in ("version", "cuda"):
+        argv.append(mode)
     elif mode == "check":
         gpu = {"index": gpu["index"], "uuid": gpu["uuid"]} if gpu else None
         argv += ["check", json.dumps({"backend": backend, "gpu": gpu})]

@@ -25,7 +25,7 @@ It prints one JSON object on its original stdout: ``installed``, ``version``, ``
 ``reason``, ``guards`` and ``python``. docs/tinygrad.md has the per-version facts behind the
 tables below, with citations.
 
-Two more modes, chosen by the arguments after ``-c <text>``:
+Three more modes, chosen by the arguments after ``-c <text>``:
 
 - ``version``: only whether tinygrad is installed and its version, read from its metadata; no
   device is opened (the probe's answer where a GPU is busy, see _busy.py).
@@ -34,6 +34,17 @@ Two more modes, chosen by the arguments after ``-c <text>``:
   the GPU (``{"backend": "cuda", "gpu": {"index": 0, "uuid": "GPU-..."}}``, gpu null for cpu).
   The answer adds ``ok``, ``device`` (tinygrad's ``Device.DEFAULT`` there), ``error`` (tinygrad's
   exception as type and message) and ``env``.
+- ``cuda``: tinygrad is not imported. The CUDA driver itself (``libcuda.so.1`` through ctypes) is
+  asked which devices a process with this environment's ``CUDA_VISIBLE_DEVICES`` and
+  ``CUDA_DEVICE_ORDER`` sees: ``cuInit``, then each device's UUID and PCI bus id. No context is
+  created, so a busy GPU is not disturbed. The answer is ``cuda``: ``status`` (``ok``,
+  ``init_error``, ``library_not_found``, ``error``), ``init_error`` (``code``, ``name``),
+  ``devices`` (``uuid`` without its tag, ``pci_bus_id`` as the driver writes it) and ``message``.
+
+Every answer also carries ``install``: each directory this interpreter imports from (and its user
+site directory), with its modification time, read before anything is imported. Installing,
+upgrading or removing a package changes the time of the directory it goes into; the probe's cache
+(_cache.py) compares them to know that its answer still holds.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -402,6 +413,78 @@ def probe(result):
                                 "every kernel will fail to compile" % (backend, missing))
 
 
+# cuda.h: CUresult values the probe relies on.
+CUDA_SUCCESS = 0
+
+
+def _cuda_uuid(raw):
+    """A CUuuid's 16 bytes as NVML writes a UUID's digits (8-4-4-4-12), without the GPU-/MIG- tag."""
+    digits = "".join("%02x" % byte for byte in bytearray(raw))
+    return "-".join(digits[a:b] for a, b in ((0, 8), (8, 12), (12, 16), (16, 20), (20, 32)))
+
+
+def cuda_devices(result):
+    """Fill ``result["cuda"]`` with what the CUDA driver answers for this process's environment."""
+    import ctypes
+    answer = {"status": "error", "init_error": None, "devices": [], "message": None}
+    result["cuda"] = answer
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError as exc:
+        answer.update(status="library_not_found", message="libcuda.so.1 cannot be loaded: %s" % exc)
+        return
+
+    def error_name(code):
+        text = ctypes.c_char_p()
+        getter = getattr(lib, "cuGetErrorName", None)
+        if getter is not None and getter(code, ctypes.byref(text)) == CUDA_SUCCESS and text.value:
+            return text.value.decode("ascii", "replace")
+        return None
+
+    code = lib.cuInit(0)
+    if code != CUDA_SUCCESS:
+        answer.update(status="init_error", init_error={"code": code, "name": error_name(code)})
+        return
+
+    def call(name, *args):
+        code = getattr(lib, name)(*args)
+        if code != CUDA_SUCCESS:
+            raise RuntimeError("%s returned %d (%s)" % (name, code, error_name(code)))
+
+    # cuDeviceGetUuid_v2 (CUDA 11.4) gives a MIG device's own UUID; the first version, its GPU's.
+    uuid_call = "cuDeviceGetUuid_v2" if hasattr(lib, "cuDeviceGetUuid_v2") else "cuDeviceGetUuid"
+    count, device = ctypes.c_int(), ctypes.c_int()
+    raw, bus = (ctypes.c_ubyte * 16)(), ctypes.create_string_buffer(64)
+    try:
+        call("cuDeviceGetCount", ctypes.byref(count))
+        for ordinal in range(count.value):
+            call("cuDeviceGet", ctypes.byref(device), ordinal)
+            call(uuid_call, raw, device)
+            call("cuDeviceGetPCIBusId", bus, len(bus), device)
+            answer["devices"].append({"uuid": _cuda_uuid(raw), "pci_bus_id": bus.value.decode("ascii", "replace")})
+    except RuntimeError as exc:
+        answer["message"] = str(exc)
+        return
+    answer["status"] = "ok"
+
+
+def install_times():
+    """[directory, st_mtime_ns or None] for each entry of sys.path and the user site directory."""
+    import site
+    paths = [p for p in sys.path if p]
+    try:
+        paths.append(site.getusersitepackages())
+    except Exception:
+        pass
+    times = []
+    for path in paths:
+        try:
+            times.append([path, os.stat(path).st_mtime_ns])
+        except OSError:
+            times.append([path, None])
+    return times
+
+
 def main():
     """Probe, print the result as one JSON object on the original stdout, and exit."""
     # tinygrad and the C libraries it loads print freely: they get /dev/null, the result a
@@ -418,10 +501,13 @@ def main():
     while "" in sys.path:
         sys.path.remove("")
     try:
+        result["install"] = install_times()
         if args[:1] == ["version"]:
             result["installed"], result["version"] = installed_version()
         elif args[:1] == ["check"]:
             check(result, json.loads(args[1]))
+        elif args[:1] == ["cuda"]:
+            cuda_devices(result)
         else:
             probe(result)
     except BaseException as exc:

@@ -1,9 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Which GPUs a CUDA process would see, by the CUDA driver's rules for CUDA_VISIBLE_DEVICES.
+"""Which GPUs a CUDA process would see: the CUDA driver's own answer where it can be asked, else its rules.
 
-The authority is the driver. The rules below were read off a real one (580.159.04, CUDA 13.0, one
+The authority is the driver. Where libcuda.so.1 loads, the probe asks it (the ``cuda`` mode of
+_tinygrad_child.py) and the facts follow its answer (``source: driver``); the rules below still
+read the same environment, and ``rules_agree`` says whether they reached the same devices, so that
+hosts without the driver can trust them as far as the driver confirms them. The rules below were read off a real one (580.159.04, CUDA 13.0, one
 H100; tests/fixtures/real-h100/cuda_visible_devices.json: 26 values, each with and without
 CUDA_DEVICE_ORDER=PCI_BUS_ID, and what cuInit, cuDeviceGetCount and cuDeviceGetUuid answered) and,
 where one GPU cannot tell, from NVIDIA's CUDA programming guide ("CUDA Environment Variables"). Each
@@ -116,8 +119,8 @@ def _init_error(error, reason):
     return {"code": error[0], "name": error[1], "reason": reason}
 
 
-def resolve(gpus, cuda_visible_devices=None, device_order=None):
-    """The visible section of the facts for these GPUs (shaped GPU entries) and this environment."""
+def by_rules(gpus, cuda_visible_devices=None, device_order=None):
+    """The visible section of the facts for these GPUs (shaped GPU entries) and this environment, by the rules."""
     device_order = device_order if device_order in ORDERS else "FASTEST_FIRST"
     order = cuda_order(gpus, device_order)
     invalid = None
@@ -159,3 +162,49 @@ def resolve(gpus, cuda_visible_devices=None, device_order=None):
         "invalid_entry": invalid,
         "cuda_init_error": init_error,
     }
+
+
+def _driver_error(code, name):
+    return "the CUDA driver's cuInit returned %s (%d): a CUDA program sees no GPU" % (name or "an unnamed error", code)
+
+
+def _from_driver(gpus, answer):
+    """(devices, cuda_init_error) from the CUDA driver's answer, each device matched to NVML's GPUs by UUID."""
+    if answer["status"] == "init_error":
+        error = answer["init_error"]
+        return [], _init_error((error["code"], error["name"]), _driver_error(error["code"], error["name"]))
+    devices = []
+    for position, device in enumerate(answer["devices"]):
+        matched = [(gpu, mig) for gpu, mig in _devices(gpus) if _digits((mig or gpu).get("uuid")) == device["uuid"]]
+        gpu, mig = matched[0] if matched else ({"index": None, "uuid": "GPU-" + device["uuid"]}, None)
+        devices.append({"cuda_index": position, "index": gpu["index"], "uuid": gpu.get("uuid"),
+                        "mig_uuid": mig.get("uuid") if mig else None})
+    return devices, None
+
+
+def _reading(facts):
+    return {"devices": [device["mig_uuid"] or device["uuid"] for device in facts["devices"]],
+            "cuda_init_error": (facts["cuda_init_error"] or {}).get("code")}
+
+
+def resolve(gpus, cuda_visible_devices=None, device_order=None, driver=None):
+    """The visible section of the facts: the driver's answer where ``driver`` holds one, else the rules'.
+
+    ``driver``: the child's ``cuda`` answer, or ``{"status": "timeout"|"error"|"not_asked", "message": ...}``
+    when there is none (None: not asked).
+    """
+    facts = by_rules(gpus, cuda_visible_devices, device_order)
+    driver = driver or {"status": "not_asked", "message": None}
+    facts.update(source="rules", driver={"status": driver["status"], "message": driver.get("message")},
+                 rules_agree=None, rules_reading=None)
+    if driver["status"] not in ("ok", "init_error"):
+        return facts
+    devices, init_error = _from_driver(gpus, driver)
+    answered = {"devices": devices, "cuda_init_error": init_error}
+    rules_reading = _reading(facts)
+    agree = _reading(answered) == rules_reading
+    facts.update(source="driver", rules_agree=agree)
+    if not agree:
+        # The rules' invalid entry and reason explain a reading the driver did not make.
+        facts.update(answered, invalid_entry=None, rules_reading=rules_reading)
+    return facts

@@ -6,7 +6,25 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from . import _busy as busy
-from ._tinygrad import BACKENDS
+
+# tinygrad device name -> the backend vocabulary of docs/facts.md; names not listed map to None.
+BACKENDS = {
+    "CUDA": "cuda",
+    "NV": "nv",
+    "AMD": "amd",
+    "CPU": "cpu",
+    "CLANG": "cpu",
+    "LLVM": "cpu",
+    "METAL": None,
+    "QCOM": None,
+    "GPU": None,
+    "CL": None,
+    "HIP": None,
+    "DSP": None,
+    "WEBGPU": None,
+    "PYTHON": None,
+    "NULL": None,
+}
 
 GPU_BACKENDS = ("cuda", "nv", "amd")
 # NVML states in which the NVIDIA driver is not usable because a part of it is missing.
@@ -132,9 +150,10 @@ def exo_capabilities(chosen, gpus, visible, amd_gpus, host):
     exo wants numbers for flops; an unknown part gets 0.0 here, and the GPU's own entry says
     flops.source: unknown.
     """
-    if chosen in ("cuda", "nv") and visible["devices"]:
-        first = visible["devices"][0]
-        gpu = next(g for g in gpus if g["index"] == first["index"])
+    first = visible["devices"][0] if visible["devices"] else {}
+    # A device the CUDA driver lists and NVML does not know (index None) has no figures here.
+    gpu = next((g for g in gpus if g["index"] == first.get("index")), None)
+    if chosen in ("cuda", "nv") and gpu:
         mig = next((m for m in gpu["mig"]["devices"] if m["uuid"] == first["mig_uuid"]), None)
         return gpu_capabilities(gpu, mig["memory_mib"] if mig else gpu["memory_mib"])
     if chosen == "amd" and amd_gpus:

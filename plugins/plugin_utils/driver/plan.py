@@ -73,8 +73,8 @@ OUTPUTS = ("exo_driver_decision", "exo_driver_plan", "exo_driver_result", "exo_d
            "exo_driver_reboot_required", "exo_driver_reboot_reason", "exo_driver_reboot_hosts")
 # The options of gpufleet.exo.device_facts that exo_driver_probe_options may set, by kind
 # (the module's DOCUMENTATION; the unit tests compare the two).
-PROBE_OPTIONS = {"timeout": "float", "tinygrad": "bool", "tinygrad_python": "path", "rootfs": "path",
-                 "backends": "list"}
+PROBE_OPTIONS = {"timeout": "float", "tinygrad": "bool", "tinygrad_cache": "bool", "tinygrad_python": "path",
+                 "rootfs": "path", "backends": "list"}
 
 FACTS_HINT = ("gather them again with gpufleet.exo.device_facts from this collection "
               "(exo_driver_probe: always makes the role run it)")

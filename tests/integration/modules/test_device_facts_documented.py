@@ -7,6 +7,7 @@ the simulated hosts of tests/simulated/hosts.py and a few more that fill every l
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import os
 import re
 
 import pytest
@@ -14,6 +15,7 @@ import yaml
 
 from ansible_collections.gpufleet.exo.plugins.modules import device_facts
 from tests.helpers import run_module
+from tests.simulated import cuda as simcuda
 from tests.simulated import hosts as simhosts
 from tests.simulated import nvml as simnvml
 from tests.simulated import sysfs as simsysfs
@@ -63,8 +65,8 @@ def returned(value, prefix, paths):
 def extra_hosts(tmp):
     """Hosts whose lists and values the hosts of tests/simulated/hosts.py leave empty: an NVSwitch
     system whose GPUs report their health (one with its fabric up, one with a page retirement pending
-    and a name that is not UTF-8, an entry in errors), AMD GPUs on the bus, and a
-    CUDA_VISIBLE_DEVICES that leaves CUDA no GPU."""
+    and a name that is not UTF-8, an entry in errors), AMD GPUs on the bus, a
+    CUDA_VISIBLE_DEVICES that leaves CUDA no GPU, and a CUDA driver whose answer the rules do not reach."""
     root = str(tmp / "extra")
     simsysfs.write_tree(root, pci=[simsysfs.nvidia_gpu(simhosts.bus(0)), simsysfs.nvidia_gpu(simhosts.bus(1)),
                                    simsysfs.nvswitch("0000:05:00.0"), simsysfs.amd_gpu("0000:c1:00.0")])
@@ -72,7 +74,12 @@ def extra_hosts(tmp):
                         health=dict(simnvml.HEALTHY_H100, fabric=(3, 0, 1))),
             simnvml.gpu("x", 16384, uuid=simhosts.uuid(1), pci_bus_id=simhosts.bus(1), name_bytes=b"NVIDIA \xff GPU",
                         health=dict(simnvml.HEALTHY_H100, remapped_rows=(0, 0, 1, 0)))]
-    return [(root, gpus, {"CUDA_VISIBLE_DEVICES": ""})]
+    # A CUDA driver (simulated) that reads an upper-case UUID as the GPU's, where the rules read nothing: the
+    # facts follow the driver and say what the rules read (rules_reading).
+    upper = "GPU-" + simhosts.uuid(0)[4:].upper()
+    table = simcuda.write_config(str(tmp / "cuda.conf"), [simcuda.answer(upper, None, 0, [(simhosts.uuid(0), simhosts.bus(0))])])
+    return [(root, gpus, {"CUDA_VISIBLE_DEVICES": ""}),
+            (root, gpus, dict(simcuda.environment(simcuda.build(), table), CUDA_VISIBLE_DEVICES=upper))]
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +90,9 @@ def facts(tmp_path_factory, nvml_lib):
         env, root = simhosts.write(str(tmp), name, nvml_lib, gpus, config)
         runs.append(run_module(tmp, dict(ARGS, rootfs=root, tinygrad=False), env))
     for root, gpus, env in extra_hosts(tmp):
-        env.update(simnvml.environment(nvml_lib, simnvml.write_config(str(tmp / "extra.conf"), gpus)))
+        nvml_env = simnvml.environment(nvml_lib, simnvml.write_config(str(tmp / "extra.conf"), gpus))
+        nvml_env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [nvml_env["LD_LIBRARY_PATH"], env.get("LD_LIBRARY_PATH")]))
+        env.update(nvml_env)
         runs.append(run_module(tmp, dict(ARGS, rootfs=root, tinygrad=False), env))
     # tinygrad's stage as it runs here, with this interpreter's tinygrad, and every backend's check.
     env, root = simhosts.write(str(tmp), "backends", nvml_lib, *simhosts.HOSTS["one"])

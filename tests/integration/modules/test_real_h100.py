@@ -35,6 +35,7 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as n
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _visible as visible
 from tests.helpers import NODE_SETTINGS, REAL_H100, run_module
+from tests.simulated import cuda as simcuda
 from tests.simulated import hosts as simhosts
 
 FIXTURE = os.path.join(REAL_H100, "device_facts.json")
@@ -144,3 +145,34 @@ def test_the_node_planner_refuses_such_facts_and_says_what_to_do(named_twice):
                  "name each GPU once in CUDA_VISIBLE_DEVICES, or unset it", "gather them again"):
         assert part in message, message
     assert node_plan.plan(REAL, settings, "h")["errors"] == []
+
+
+# ---- with the CUDA driver to ask: the simulated libcuda.so.1 answering what the real driver answered ----
+
+def probe_with_driver(tmp_path, nvml_lib, answers, visible_devices):
+    table = simcuda.write_config(str(tmp_path / "cuda.conf"), answers)
+    env = simcuda.environment(simcuda.build(), table)
+    environ, root = simhosts.write(str(tmp_path), "real_h100", nvml_lib)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([environ["LD_LIBRARY_PATH"], env["LD_LIBRARY_PATH"]])
+    environ.update(env, CUDA_VISIBLE_DEVICES=visible_devices)
+    run = run_module(tmp_path, {"tinygrad": False, "rootfs": root, "timeout": 30}, environ)
+    assert run.facts is not None, run.result
+    return run.facts
+
+
+def test_the_driver_answers_and_the_rules_agree(tmp_path, nvml_lib):
+    facts = probe_with_driver(tmp_path, nvml_lib, simcuda.recorded_answers(), "0,0")
+    visible_facts = facts["visible"]
+    assert (visible_facts["source"], visible_facts["rules_agree"]) == ("driver", True)
+    assert visible_facts["cuda_init_error"]["code"] == 101 and facts["backend"] == "cpu"
+    assert facts["timings_ms"]["cuda"] > 0
+
+
+def test_where_the_driver_reads_otherwise_the_backend_follows_it(tmp_path, nvml_lib):
+    # The simulation's answer, not a recording: this driver reads an upper-case UUID as the GPU's.
+    upper = "GPU-" + simhosts.REAL_H100_UUID[4:].upper()
+    answers = [simcuda.answer(upper, None, 0, [(simhosts.REAL_H100_UUID, simcuda.REAL_H100_BUS_ID)])]
+    facts = probe_with_driver(tmp_path, nvml_lib, answers, upper)
+    assert facts["visible"]["source"] == "driver" and facts["visible"]["rules_agree"] is False
+    assert [d["uuid"] for d in facts["visible"]["devices"]] == [simhosts.REAL_H100_UUID]
+    assert facts["backend"] == "cuda" and facts["exo"]["memory"] == 81559

@@ -23,6 +23,7 @@ import pytest
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad_child as tinygrad_child
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tp
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import conclusions
 from tests.helpers import device_module, simulated_tinygrad
 
 TIMEOUT = 120  # generous: the host is shared; this only stops a hung child from hanging the suite
@@ -47,6 +48,8 @@ def run_script(python, tmp_path, env=None, pythonpath=None, args=(), wrapper=())
     except ValueError:
         raise AssertionError("stdout is not one JSON object: %r (stderr %r)" % (text[:2000], proc.stderr[-2000:]))
     assert proc.returncode == 0 and isinstance(result, dict)
+    # Every answer carries the directories of the interpreter's path with their times (test_cache.py).
+    assert all(len(entry) == 2 for entry in result.pop("install"))
     return result
 
 
@@ -68,7 +71,7 @@ def test_installed_tinygrad_reports_its_choice(tmp_path):
         assert result["backend"] is None
         assert "no usable devices" in result["reason"]
     else:
-        assert result["backend"] in tp.BACKENDS
+        assert result["backend"] in conclusions.BACKENDS
     facts = tp.version_facts(result["version"])
     for name, value in facts["guard_env"].items():
         assert "env set: %s=%s" % (name, value) in result["guards"]
@@ -408,7 +411,7 @@ def test_version_facts_returns_a_copy():
 
 
 def test_backends_vocabulary():
-    assert [tp.BACKENDS.get(n) for n in ("CUDA", "NV", "AMD", "CPU", "CLANG", "LLVM", "METAL", "CL", "X")] \
+    assert [conclusions.BACKENDS.get(n) for n in ("CUDA", "NV", "AMD", "CPU", "CLANG", "LLVM", "METAL", "CL", "X")] \
         == ["cuda", "nv", "amd", "cpu", "cpu", "cpu", None, None, None]
 
 

@@ -2,18 +2,24 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """CUDA_VISIBLE_DEVICES semantics: the real driver's answers on an H100, example cases for what one GPU
-cannot show, and properties over random GPU sets."""
+cannot show, and properties over random GPU sets; then the CUDA driver asked (over a simulated libcuda.so.1
+that answers what the real driver answered) and the facts following it."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import ctypes.util
 import json
 import os
+import sys
 
 import pytest
 from hypothesis import given, strategies as st
 
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _deadline as deadline
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe._visible import resolve, cuda_order
 from tests.helpers import REAL_H100
+from tests.simulated import cuda as simcuda
 
 FIXTURES = REAL_H100
 with open(os.path.join(FIXTURES, "device_facts.json")) as handle:
@@ -236,3 +242,84 @@ def test_property_index_spellings_and_tags_name_the_same_gpu(gpus, order):
 def test_property_unset_shows_all_and_empty_shows_none(gpus):
     assert len(resolve(gpus, None, None)["devices"]) == len(gpus)
     assert resolve(gpus, "", None)["devices"] == []
+
+
+# ---- the CUDA driver asked: the guarded child's cuda mode over the simulated libcuda.so.1 ----------
+# The simulation answers from a table (tests/simulated/cuda.py); recorded_answers() is the real driver's
+# table. Where a test gives answers of its own, they are the simulation's, not recordings.
+
+@pytest.fixture(scope="module")
+def cuda_lib():
+    return simcuda.build()
+
+
+def ask_driver(cuda_lib, tmp_path, answers, visible=None, order=None, timeout=60.0, hang=False):
+    """The child's answer for this environment, as gather() hands it to resolve()."""
+    table = simcuda.write_config(str(tmp_path / "cuda.conf"), answers, hang=hang)
+    env = dict((k, v) for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"))
+    env.update(simcuda.environment(cuda_lib, table))
+    env.update((name, value) for name, value in (("CUDA_VISIBLE_DEVICES", visible), ("CUDA_DEVICE_ORDER", order))
+               if value is not None)
+    stage = deadline.Stage(argv=tinygrad_probe.stage_argv(sys.executable, "cuda"), env=env)
+    outcome = deadline.run_stages({"cuda": stage}, timeout)["cuda"]
+    return outcome.value["cuda"] if outcome.ok else {"status": outcome.kind, "message": outcome.message}
+
+
+RECORDED = simcuda.recorded_answers()
+
+
+@pytest.mark.parametrize("entry", RECORDED, ids=lambda entry: "%r-%s" % (entry["visible"], entry["order"] or "default"))
+def test_the_facts_are_the_drivers_answer(cuda_lib, tmp_path, entry):
+    answer = ask_driver(cuda_lib, tmp_path, RECORDED, entry["visible"], entry["order"])
+    result = resolve(REAL_GPUS, entry["visible"], entry["order"], answer)
+    assert result["source"] == "driver" and result["driver"] == {"status": answer["status"], "message": None}
+    assert driver_answer(result) == entry["recorded"]["cuda_driver_sees"]
+    # The rules were written from these very answers.
+    assert result["rules_agree"] is True and result["rules_reading"] is None
+    assert result["devices"] == resolve(REAL_GPUS, entry["visible"], entry["order"])["devices"]
+
+
+def test_where_the_rules_read_otherwise_the_facts_follow_the_driver(cuda_lib, tmp_path):
+    # A UUID in upper case: the rules read no device (they compare UUIDs case-sensitively); this
+    # simulated driver reads the GPU, and the facts say so and what the rules read.
+    upper = "GPU-" + REAL_GPUS[0]["uuid"][4:].upper()
+    answers = [simcuda.answer(upper, None, 0, [(REAL_GPUS[0]["uuid"], "0000:00:06.0")])]
+    result = resolve(REAL_GPUS, upper, None, ask_driver(cuda_lib, tmp_path, answers, upper))
+    assert [d["uuid"] for d in result["devices"]] == [REAL_GPUS[0]["uuid"]] and result["devices"][0]["index"] == 0
+    assert result["cuda_init_error"] is None and result["invalid_entry"] is None
+    assert (result["source"], result["rules_agree"]) == ("driver", False)
+    assert result["rules_reading"] == {"devices": [], "cuda_init_error": 100}
+    assert resolve(REAL_GPUS, upper, None)["invalid_entry"] == upper
+
+
+def test_a_driver_that_refuses_where_the_rules_see_a_gpu_leaves_no_gpu(cuda_lib, tmp_path):
+    answers = [simcuda.answer("0", None, 101)]
+    result = resolve(REAL_GPUS, "0", None, ask_driver(cuda_lib, tmp_path, answers, "0"))
+    assert result["devices"] == [] and result["rules_agree"] is False
+    assert result["cuda_init_error"] == {"code": 101, "name": "CUDA_ERROR_INVALID_DEVICE", "reason": (
+        "the CUDA driver's cuInit returned CUDA_ERROR_INVALID_DEVICE (101): a CUDA program sees no GPU")}
+    assert result["rules_reading"] == {"devices": [REAL_GPUS[0]["uuid"]], "cuda_init_error": None}
+
+
+def test_an_environment_the_simulation_has_no_answer_for_is_an_error_not_a_guess(cuda_lib, tmp_path):
+    answer = ask_driver(cuda_lib, tmp_path, RECORDED, "0abc")
+    assert answer["status"] == "init_error" and answer["init_error"] == {"code": 999, "name": "CUDA_ERROR_UNKNOWN"}
+
+
+def test_a_hanging_cuinit_is_abandoned_at_the_deadline_and_the_rules_answer(cuda_lib, tmp_path):
+    answer = ask_driver(cuda_lib, tmp_path, RECORDED, "0", timeout=1.0, hang=True)
+    assert answer["status"] == "timeout"
+    result = resolve(REAL_GPUS, "0", None, answer)
+    assert (result["source"], result["rules_agree"], result["driver"]["status"]) == ("rules", None, "timeout")
+    assert [d["uuid"] for d in result["devices"]] == [REAL_GPUS[0]["uuid"]]
+
+
+@pytest.mark.skipif(ctypes.util.find_library("cuda") is not None, reason="this host has a CUDA driver")
+def test_without_libcuda_the_rules_answer(tmp_path):
+    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path))
+    stage = deadline.Stage(argv=tinygrad_probe.stage_argv(sys.executable, "cuda"), env=env)
+    answer = deadline.run_stages({"cuda": stage}, 60.0)["cuda"].value["cuda"]
+    assert answer["status"] == "library_not_found" and "libcuda.so.1" in answer["message"]
+    result = resolve(REAL_GPUS, None, None, answer)
+    assert (result["source"], result["driver"]) == ("rules", {"status": "library_not_found",
+                                                              "message": answer["message"]})
