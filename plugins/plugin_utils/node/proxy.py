@@ -81,8 +81,10 @@ def setting_errors(values):
     """The proxy's settings together: tokens to let anyone in, the firewall that keeps exo's own port
     to the host, and a certificate with its key."""
     errors = origin_errors(values.get("exo_node_api_proxy_cors_origins") or [])
-    certificate, key = values.get("exo_node_api_proxy_tls_certificate"), values.get("exo_node_api_proxy_tls_key")
-    if bool(certificate) != bool(key):
+    # A path refused on its own is absent from values: it is not counted missing again.
+    pair = [values.get(name) for name in ("exo_node_api_proxy_tls_certificate", "exo_node_api_proxy_tls_key")]
+    certificate, key = pair
+    if None not in pair and bool(certificate) != bool(key):
         errors.append("exo_node_api_proxy_tls_certificate is %s and exo_node_api_proxy_tls_key is %s; give both "
                       "paths on the host for TLS, or neither for plain HTTP" % (show(certificate), show(key)))
     if not values.get("exo_node_api_proxy"):

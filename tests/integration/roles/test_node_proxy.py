@@ -16,6 +16,7 @@ import contextlib
 import http.client
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -27,6 +28,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import yaml
 
 from tests.helpers import REPO, local_inventory, recap, run_example
 
@@ -298,6 +300,25 @@ def test_the_named_origin_gets_its_own_name_instead_of_exos_any(plain):
     assert status == 200 and "access-control-allow-origin" not in headers
 
 
+def site_check(path):
+    """The check the role's task "Write the proxy's site" makes of the site before it is written, run as
+    Ansible runs a validate command (split as a shell would, no shell)."""
+    with open(os.path.join(REPO, "roles", "node", "tasks", "proxy.yml")) as handle:
+        block = yaml.safe_load(handle)[0]["block"]
+    validate = [t for t in block if t["name"] == "Write the proxy's site"][0]["ansible.builtin.template"]["validate"]
+    return subprocess.run(shlex.split(validate % path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+
+
+def test_the_roles_check_takes_the_site_and_refuses_one_nginx_would_not_load(plain, tmp_path):
+    assert site_check(plain["site"]).returncode == 0
+    broken = str(tmp_path / "site.conf")
+    with open(plain["site"]) as handle, open(broken, "w") as out:
+        out.write(handle.read().replace("listen ", "ssl_certificate /nonexistent/exo.crt;\n\tlisten ", 1))
+    proc = site_check(broken)
+    assert proc.returncode != 0 and "/nonexistent/exo.crt" in proc.stdout, proc.stdout
+
+
 def test_tls_with_a_self_signed_certificate_and_no_cors_at_all(exo, tmp_path_factory):
     tmp = str(tmp_path_factory.mktemp("tls"))
     certificate, key = os.path.join(tmp, "proxy.crt"), os.path.join(tmp, "proxy.key")
@@ -316,3 +337,28 @@ def test_tls_with_a_self_signed_certificate_and_no_cors_at_all(exo, tmp_path_fac
         assert ask(port, "POST", "/quit", TOKEN, context=context)[0] == 403
         # plain HTTP on the TLS port is refused by nginx itself
         assert ask(port, "GET", "/v1/topology", TOKEN)[0] == 400
+
+
+@pytest.mark.skipif(not shutil.which("nft"), reason="nft is not installed")
+def test_the_firewall_lets_the_clients_reach_the_proxy_and_only_the_host_exos_api(tmp_path):
+    """The role's nftables table with the proxy on, rendered by the filter node_firewall and its template,
+    as nft reads it (nft -c: checked, not loaded)."""
+    table = str(tmp_path / "firewall.nft")
+    instances = [{"name": "GPU-%d" % slot, "slot": slot, "ports": {"grpc": 50051 + slot, "api": 52415 + slot}}
+                 for slot in range(2)]
+    variables = {"instances": instances, "cluster": {"peers": {"h-GPU-0": {"address": "10.0.0.1"}}},
+                 "__exo_node_firewall": "{{ instances | gpufleet.exo.node_firewall(cluster, ['192.0.2.0/24'], 'manual', "
+                                        "proxy_port=52515) }}"}
+    play = [{"name": "Render the firewall", "hosts": "all", "gather_facts": False, "vars": variables, "tasks": [
+        {"name": "Write the table", "ansible.builtin.template": {"src": os.path.join(TEMPLATES, "firewall.nft.j2"),
+                                                                 "dest": table, "mode": "0600"}}]}]
+    proc = run_example(str(tmp_path), json.dumps(play), local_inventory())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    check = subprocess.run(["nft", "-c", "-f", table], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, check=False)
+    assert check.returncode == 0, check.stdout
+    with open(table) as handle:
+        rules = [line.strip() for line in handle if "dport" in line]
+    assert "tcp dport { 52515, 52516 } ip saddr @clients4 accept" in rules
+    # exo's own API: no set may reach it, only the loopback accepted before
+    assert [rule for rule in rules if "52415, 52416" in rule] == ["tcp dport { 52415, 52416 } reject with tcp reset"]
