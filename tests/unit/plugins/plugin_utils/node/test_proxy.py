@@ -7,12 +7,14 @@ without showing a token. nginx serves what it decides in tests/integration/roles
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import os
 import re
 
 import pytest
+import yaml
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
-from tests.helpers import plan_node, plan_node_ok as ok, plan_node_refused as refused
+from tests.helpers import REPO, plan_node, plan_node_ok as ok, plan_node_refused as refused
 
 TOKEN = "3f9a0c6e1b7d4a25e8c0f1a2b3c4d5e6"
 ON = {"exo_node_api_proxy": True, "exo_node_api_proxy_tokens": [TOKEN]}
@@ -148,3 +150,18 @@ def test_a_proxy_port_on_exos_ports_is_refused(probed, changes, message):
 
 def test_the_proxy_ports_next_to_exos_are_taken(probed):
     assert ok(probed["four"], **ON)["errors"] == []
+
+
+def test_the_example_of_docs_node_md_is_taken_as_it_is_written(probed):
+    with open(os.path.join(REPO, "docs", "node.md")) as handle:
+        section = handle.read().split("## An authenticated front for the API\n", 1)[1]
+    given = yaml.safe_load(re.search(r"```yaml\n(.*?)```", section, re.S).group(1))
+    # The tokens come from Ansible Vault, which Ansible fills in before the role reads them.
+    assert given["exo_node_api_proxy_tokens"] == "{{ vault_exo_api_tokens }}"
+    given["exo_node_api_proxy_tokens"] = [TOKEN]
+    plan = ok(probed["two"], **given)
+    answer = front(plan["instances"], tokens=given["exo_node_api_proxy_tokens"],
+                   certificate=given["exo_node_api_proxy_tls_certificate"], key=given["exo_node_api_proxy_tls_key"],
+                   origins=given["exo_node_api_proxy_cors_origins"])
+    assert answer["tls"] and answer["cors_origins"] == ["https://chat.example.net"]
+    assert [s["port"] for s in answer["servers"]] == [52515, 52516]
