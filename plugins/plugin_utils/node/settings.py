@@ -42,8 +42,8 @@ UNIT_PATH = {"match": (UNIT_PATH_RE, "; the unit files name it, and systemd woul
 ACCOUNT = {"match": (ACCOUNT_RE, ", which is not an account name; use lowercase letters, digits, '_' or '-', "
                                  "starting with a letter or '_'")}
 NGINX_PATH = {"match": (proxy.NGINX_PATH_RE, "; give an absolute path on the host without whitespace, quotes, "
-                                          "backslashes, ';', braces, '$' or '#', which nginx would read differently, "
-                                          "or \"\" for none")}
+                                             "backslashes, ';', braces, '$' or '#', which nginx would read differently, "
+                                             "or \"\" for none")}
 RELEASE = {"match": (RELEASE_RE, "; give a major.minor release in quotes, such as \"3.10\"")}
 # What meta/argument_specs.yml cannot say about a variable (role_settings.check() describes the keys).
 # A list given as a string (what -e name=value gives) is split at commas unless "split" is None: an
