@@ -49,6 +49,9 @@ run_integration() {
   apt_install ip:iproute2 sshd:openssh-server
   # The fleet report's test opens the page in a real headless browser.
   apt_install chromium
+  # The API's proxy is tried for real: nginx as a process of the test's own, a self-signed certificate,
+  # and the firewall's table checked by nft (tests/integration/roles/test_node_proxy.py).
+  apt_install nginx openssl nft:nftables
   python -m pytest -q -p no:cacheprovider tests/integration
 }
 

@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node role's planner as filters: node_settings (the role's variables checked), node_plan (one
 host's instances), node_cluster (the cluster), node_firewall (who may reach the instances),
-node_models (the models placed), node_outcome (what a run found: missing device nodes,
-exposure figures, the instances to restart), node_python (the Python that makes exo's virtualenv on
-the host's platform) and node_install (how exo gets into that virtualenv)."""
+node_proxy (the authenticated front of their API), node_models (the models placed), node_outcome
+(what a run found: missing device nodes, exposure figures, the instances to restart), node_python
+(the Python that makes exo's virtualenv on the host's platform) and node_install (how exo gets into
+that virtualenv)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -16,6 +17,7 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster a
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import firewall as firewalls
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models as placements
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome as outcomes
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy as proxies
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as pythons
 
 
@@ -35,8 +37,12 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
     return {"peers": peers, "errors": errors}
 
 
-def node_firewall(instances, cluster, clients, discovery):
-    return firewalls.firewall(instances, cluster["peers"], clients, discovery)
+def node_firewall(instances, cluster, clients, discovery, proxy_port=None):
+    return firewalls.firewall(instances, cluster["peers"], clients, discovery, proxy_base=proxy_port)
+
+
+def node_proxy(instances, port, tokens, address, certificate="", key="", origins=None):
+    return proxies.proxy(instances, port, tokens, address, certificate=certificate, key=key, origins=origins or [])
 
 
 def node_models(settings, instances, host, store=None, placed=None, df=None):
@@ -71,5 +77,6 @@ def node_settings(settings, host):
 
 class FilterModule(object):
     def filters(self):
-        return {"node_plan": node_plan, "node_cluster": node_cluster, "node_firewall": node_firewall, "node_models": node_models, "node_outcome": node_outcome,
+        return {"node_plan": node_plan, "node_cluster": node_cluster, "node_firewall": node_firewall,
+                "node_proxy": node_proxy, "node_models": node_models, "node_outcome": node_outcome,
                 "node_python": node_python, "node_install": node_install, "node_settings": node_settings}

@@ -7,14 +7,16 @@ exo binds its HTTP API to every address and has no authentication, and its gRPC 
 tensors from anyone who connects. The role confines both with one nftables table of its own
 (templates/firewall.nft.j2, table inet gpufleet_exo), loaded by exo-firewall.service: gRPC and
 discovery only from the ring (the addresses of every instance in the topology), the API only from
-the host itself and the networks in exo_node_api_clients. Everything else reaching those ports is
-refused; other ports and other tables are not the role's and are left as they are.
+the host itself and the networks in exo_node_api_clients. With the API's proxy (proxy.py) those
+networks reach the proxy's ports instead, and exo's own API ports only the host. Everything else
+reaching those ports is refused; other ports and other tables are not the role's and are left as they are.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
 
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
 TABLE = "gpufleet_exo"
@@ -58,17 +60,24 @@ def _sets(name, networks):
     return result
 
 
-def firewall(instances, peers, clients, discovery):
+def firewall(instances, peers, clients, discovery, proxy_base=None):
     """The table's contents for a host: {"table", "sets", "rules"}.
 
     instances: the host's instances (their ports); peers: the topology's peers (node_cluster), whose
-    addresses make the ring; clients: exo_node_api_clients. Each rule lets one set reach some ports
-    and refuses everyone else there; the host's own loopback is always let through.
+    addresses make the ring; clients: exo_node_api_clients; proxy_base: exo_node_api_proxy_port where
+    the proxy is on, else None. Each rule lets one set reach some ports and refuses everyone else
+    there ("from" "host": no set, only the host itself); the host's own loopback is always let through.
     """
     ring = [network(peer["address"]) for peer in peers.values()]
     sets = _sets("ring", [n for n in ring if n is not None]) + _sets("clients", [network(c) for c in clients])
-    rules = [{"protocol": "tcp", "ports": sorted(i["ports"]["grpc"] for i in instances), "from": "ring", "what": "gRPC"},
-             {"protocol": "tcp", "ports": sorted(i["ports"]["api"] for i in instances), "from": "clients", "what": "API"}]
+    api = sorted(i["ports"]["api"] for i in instances)
+    rules = [{"protocol": "tcp", "ports": sorted(i["ports"]["grpc"] for i in instances), "from": "ring", "what": "gRPC"}]
+    if proxy_base is None:
+        rules.append({"protocol": "tcp", "ports": api, "from": "clients", "what": "API"})
+    else:
+        rules += [{"protocol": "tcp", "ports": sorted(proxy.ports(instances, proxy_base).values()), "from": "clients",
+                   "what": "API proxy"},
+                  {"protocol": "tcp", "ports": api, "from": "host", "what": "API"}]
     if discovery == "udp":
         rules.append({"protocol": "udp", "ports": sorted(i["ports"]["udp"] for i in instances), "from": "ring",
                       "what": "discovery"})

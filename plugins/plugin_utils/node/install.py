@@ -24,9 +24,9 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in
 # Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; the other families'
 # builds have ensurepip built in.
 OS_PACKAGES = {
-    "Debian": {"venv": ["python{version}-venv"], "git": ["git"], "firewall": ["nftables"]},
+    "Debian": {"venv": ["python{version}-venv"], "git": ["git"], "firewall": ["nftables"], "proxy": ["nginx"]},
 }
-OTHER_OS = {"venv": [], "git": ["git"], "firewall": ["nftables"]}
+OTHER_OS = {"venv": [], "git": ["git"], "firewall": ["nftables"], "proxy": ["nginx"]}
 
 # exo on PyPI is an unrelated project: an index requirement naming exo needs the operator's own index.
 PYPI_EXO = re.compile(r"^\s*exo\s*($|[\[<>=!~;@ ])", re.I)
@@ -133,7 +133,8 @@ def packages(settings, os_family, release, venv_exists, ensurepip_rc, plan=None)
     The venv package only where the virtualenv is still to be made and the interpreter cannot make
     it as it is (ensurepip_rc other than 0); exo_node_cpu_packages (clang, which tinygrad's CPU
     backend compiles with) where the planner's answer so far has or may have a CPU instance, so
-    that the backend check of the facts gathered next finds them; nft for exo_node_firewall.
+    that the backend check of the facts gathered next finds them; nft for exo_node_firewall; nginx for
+    exo_node_api_proxy.
     """
     table = OS_PACKAGES.get(os_family, OTHER_OS)
     wanted = []
@@ -143,6 +144,8 @@ def packages(settings, os_family, release, venv_exists, ensurepip_rc, plan=None)
         wanted += table["git"]
     if settings["exo_node_firewall"]:
         wanted += table["firewall"]
+    if settings["exo_node_api_proxy"]:
+        wanted += table["proxy"]
     if cpu_instance_possible(plan):
         wanted += [name for name in settings["exo_node_cpu_packages"] if name not in wanted]
     return wanted

@@ -9,6 +9,7 @@ __metaclass__ = type
 import os.path
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.conclusions import cpu_capabilities, gpu_capabilities
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
 
 # Every GPU instance needs these besides its own /dev/nvidiaN.
 GPU_DEVICES = ["/dev/nvidiactl rw", "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw"]
@@ -115,23 +116,28 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
     return instance, errors, warnings
 
 
-def port_errors(host, instances, discovery):
+def port_errors(host, instances, discovery, proxy_base=None):
+    """Ports beyond 65535 or used twice; proxy_base: exo_node_api_proxy_port where the proxy is on."""
     used = {}
+    proxy_ports = proxy.ports(instances, proxy_base) if proxy_base is not None else {}
     for i in instances:
         used.setdefault(("tcp", i["ports"]["grpc"]), []).append("the gRPC port of " + i["name"])
         used.setdefault(("tcp", i["ports"]["api"]), []).append("the API port of " + i["name"])
         if discovery == "udp":
             used.setdefault(("udp", i["ports"]["udp"]), []).append("the discovery port of " + i["name"])
+        if i["name"] in proxy_ports:
+            used.setdefault(("tcp", proxy_ports[i["name"]]), []).append("the API proxy port of " + i["name"])
+    bases = "exo_node_grpc_port, exo_node_api_port%s or exo_node_udp_port" % (
+        ", exo_node_api_proxy_port" if proxy_ports else "")
     errors = []
     highest = max(port for dummy, port in used) if used else 0
     if highest > 65535:
-        errors.append("host %s: port %d is beyond 65535 (%d instances from the bases given); lower exo_node_grpc_port, "
-                      "exo_node_api_port or exo_node_udp_port" % (host, highest, len(instances)))
+        errors.append("host %s: port %d is beyond 65535 (%d instances from the bases given); lower %s"
+                      % (host, highest, len(instances), bases))
     for (proto, port), users in sorted(used.items()):
         if len(users) > 1:
-            errors.append("host %s: %s port %d is used by %s; move exo_node_grpc_port, exo_node_api_port or "
-                          "exo_node_udp_port apart (each instance uses base + its slot)"
-                          % (host, proto, port, " and ".join(users)))
+            errors.append("host %s: %s port %d is used by %s; move %s apart (each instance uses base + its slot)"
+                          % (host, proto, port, " and ".join(users), bases))
     return errors
 
 

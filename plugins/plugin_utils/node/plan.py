@@ -86,7 +86,8 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
         instances.append(instance)
         errors += more_errors
         warnings += more_warnings
-    errors += port_errors(host, instances, s["exo_node_discovery"])
+    errors += port_errors(host, instances, s["exo_node_discovery"],
+                          proxy_base=s["exo_node_api_proxy_port"] if s["exo_node_api_proxy"] else None)
     if not preview:
         backend_errors, backend_warnings = backend_refusals.refusals(host, facts, s, instances)
         errors += backend_errors

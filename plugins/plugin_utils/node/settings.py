@@ -15,6 +15,7 @@ import re
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet.capacity import MODELS
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import client_errors
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
@@ -40,6 +41,9 @@ UNIT_PATH = {"match": (UNIT_PATH_RE, "; the unit files name it, and systemd woul
                                      "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them")}
 ACCOUNT = {"match": (ACCOUNT_RE, ", which is not an account name; use lowercase letters, digits, '_' or '-', "
                                  "starting with a letter or '_'")}
+NGINX_PATH = {"match": (proxy.NGINX_PATH_RE, "; give an absolute path on the host without whitespace, quotes, "
+                                             "backslashes, ';', braces, '$' or '#', which nginx would read differently, "
+                                             "or \"\" for none")}
 RELEASE = {"match": (RELEASE_RE, "; give a major.minor release in quotes, such as \"3.10\"")}
 # What meta/argument_specs.yml cannot say about a variable (role_settings.check() describes the keys).
 # A list given as a string (what -e name=value gives) is split at commas unless "split" is None: an
@@ -72,6 +76,11 @@ RULES = {
     "exo_node_extra_args": {"split": None},
     "exo_node_device_allow_extra": {"split": None},
     "exo_node_max_exposure": {"range": (0.0, 10.0)},
+    "exo_node_api_proxy_port": PORT,
+    # Never shown in a message, not even as given: the reader names an entry by its position.
+    "exo_node_api_proxy_tokens": {"read": proxy.read_tokens},
+    "exo_node_api_proxy_tls_certificate": NGINX_PATH,
+    "exo_node_api_proxy_tls_key": NGINX_PATH,
 }
 # Facts the role publishes under the same prefix (roles/node/tasks/select.yml): not settings.
 PUBLISHED = ("exo_node_instances", "exo_node_cpu_reason")
@@ -113,7 +122,7 @@ def settings(raw):
     for name, check in (("exo_node_gpus", _check_gpus), ("exo_node_extra_args", _check_extra_args),
                         ("exo_node_extra_env", _check_extra_env), ("exo_node_device_allow_extra", _check_device_allow),
                         ("exo_node_api_clients", lambda v: client_errors(v["exo_node_api_clients"])),
-                        ("exo_node_models", check_models)):
+                        ("exo_node_models", check_models), ("exo_node_api_proxy", proxy.setting_errors)):
         if name in values:
             errors.extend(check(values))
     return values, errors

@@ -5,8 +5,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 __doc__ = """The node planner's examples, run as they are written: the EXAMPLES of the filters node_plan,
-node_cluster, node_firewall, node_models and node_outcome, one after the other in one play, as a user would chain them; and
-node_python's and node_install's on this machine.
+node_cluster, node_firewall, node_proxy, node_models and node_outcome, one after the other in one play, as a
+user would chain them; and node_python's and node_install's on this machine.
 
 They run on a simulated host with four H100s (tests/simulated/hosts.py "four": the simulated
 libnvidia-ml under the real nvidia-ml-py, a simulated /sys) over a local connection, in check mode,
@@ -30,7 +30,7 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
     play = ("- name: Run the examples\n  hosts: all\n  gather_facts: false\n"
             "  environment: %s\n  module_defaults:\n    gpufleet.exo.device_facts: %s\n  tasks:\n"
             % (json.dumps(env), json.dumps({"rootfs": root, "tinygrad": False, "timeout": 30})))
-    names = ("node_plan", "node_cluster", "node_firewall", "node_models", "node_outcome")
+    names = ("node_plan", "node_cluster", "node_firewall", "node_proxy", "node_models", "node_outcome")
     play += "".join(indent(examples("filter", name)) for name in names)
     before = os.path.exists("/etc/exo/topology.json")
     proc = playbook(str(tmp_path), play, local(), check=True, diff=True)
@@ -48,6 +48,11 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
     allowed = proc.stdout.split("TASK [Show who may reach this host's exo instances]")[1]
     assert re.search(r'"gRPC",\s*\[\s*50051,\s*50052\s*\],\s*"ring"', allowed), allowed[:3000]
     assert re.search(r'"API",\s*\[\s*52415,\s*52416\s*\],\s*"clients"', allowed), allowed[:3000]
+    # each instance behind the proxy on its own port, and exo's administrative routes refused
+    proxied = proc.stdout.split("TASK [Show where each instance's API is reached through the proxy, and what it refuses]")[1]
+    assert re.search(r'"%s",\s*52515\s*\],\s*\[\s*"%s",\s*52516' % (uuid(0), uuid(2)), proxied), proxied[:3000]
+    assert re.search(r'"= /quit",\s*"= /download",\s*"/download/",\s*"/models/"', proxied), proxied[:3000]
+    assert "0b8e5bd2c4a1f9e37d6a0c5b8f2e4d17" not in proxied
     # this machine has no model store: the placement says so and what to do
     placing = proc.stdout.split("TASK [Show what placing llama-3.2-1b would take, or why it cannot be placed]")[1]
     assert "exo_node_model_store has no *.safetensors file of unsloth/Llama-3.2-1B-Instruct" in placing, placing[:3000]

@@ -31,6 +31,22 @@ def test_the_ring_reaches_grpc_and_the_clients_the_api(probed):
         ("tcp", [i["ports"]["grpc"] for i in mine], "ring"), ("tcp", [i["ports"]["api"] for i in mine], "clients")]
 
 
+@pytest.mark.parametrize("discovery", ["manual", "udp"])
+def test_with_the_proxy_the_clients_reach_its_ports_and_exos_api_only_the_host(probed, discovery):
+    mine = ok(probed["four"], exo_node_discovery=discovery)["instances"]
+    peers = cluster.cluster("h", mine, ["h"], ["h"], {})[0]
+    table = firewall.firewall(mine, peers, ["192.0.2.0/24"], discovery, proxy_base=52515)
+    rules = dict((r["what"], (r["protocol"], r["ports"], r["from"])) for r in table["rules"])
+    assert rules["API proxy"] == ("tcp", [52515 + i["slot"] for i in mine], "clients")
+    assert rules["API"] == ("tcp", [i["ports"]["api"] for i in mine], "host")
+    assert rules["gRPC"] == ("tcp", [i["ports"]["grpc"] for i in mine], "ring")
+    assert ("discovery" in rules) == (discovery == "udp")
+    assert sets(table)["clients4"] == ["192.0.2.0/24"]
+    # without the proxy, the clients reach exo's API itself
+    plain = firewall.firewall(mine, peers, ["192.0.2.0/24"], discovery)
+    assert [r["from"] for r in plain["rules"] if r["what"].startswith("API")] == ["clients"]
+
+
 def test_udp_discovery_ports_are_the_rings_too(probed):
     mine = ok(probed["one"], exo_node_discovery="udp")["instances"]
     table = firewall.firewall(mine, cluster.cluster("h", mine, ["h"], ["h"], {})[0], [], "udp")

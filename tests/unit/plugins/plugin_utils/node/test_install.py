@@ -222,6 +222,9 @@ def test_a_cpu_instance_brings_the_compiler_of_tinygrads_cpu_backend_before_the_
     assert install(settings(exo_node_cpu_packages=[]), plan={"instances": [cpu]})["packages"] == ["git", "nftables"]
     # nft loads the firewall's table; without the firewall it is not needed
     assert install(settings(exo_node_firewall=False), plan={"instances": [gpu]})["packages"] == ["git"]
+    # nginx only for the API's proxy
+    assert install(settings(exo_node_api_proxy=True, exo_node_api_proxy_tokens=["0123456789abcdef"]),
+                   plan={"instances": [gpu]})["packages"] == ["git", "nftables", "nginx"]
 
 
 def test_a_plan_without_facts_brings_the_compiler_where_a_cpu_instance_may_come():
