@@ -73,8 +73,9 @@ WHOLE = {
 
 def _inventory_host(tmp, name, host, settings, tasks, nvml_lib):
     env, root = simhosts.write(tmp, name, nvml_lib, *simhosts.HOSTS[host])
+    # The address exo_node_address falls back to, an IP as the role's firewall needs (a local connection ignores it).
     entry = {"case_rootfs": root, "ansible_python_interpreter": sys.executable, "case_tasks": tasks,
-             "case_tinygrad": tinygrad("0.10.0"), "case_env": env}
+             "case_tinygrad": tinygrad("0.10.0"), "case_env": env, "ansible_host": "127.0.0.1"}
     entry.update(settings)
     return entry
 

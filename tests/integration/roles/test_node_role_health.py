@@ -29,7 +29,8 @@ def test_sick_gpu_gets_no_instance_and_the_run_says_why(tmp_path, nvml_lib):
     env, root = simhosts.write(tmp, "sick", nvml_lib, SICK, {})
     host = {"case_rootfs": root, "case_env": env, "case_tasks": "select.yml", "case_tinygrad": tinygrad("0.10.0"),
             "ansible_python_interpreter": sys.executable}
-    inventory = {"all": {"vars": {"ansible_connection": "local",
+    # ansible_host: the IP exo_node_address falls back to, as the role's firewall needs.
+    inventory = {"all": {"vars": {"ansible_connection": "local", "ansible_host": "127.0.0.1",
                                   "exo_node_mig_minors_path": os.path.join(tmp, "mig-minors")},
                          "hosts": {"sick": host}}}
     proc, results = run_playbook(tmp, inventory, PLAYBOOK, ["sick"])
