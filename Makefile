@@ -1,5 +1,5 @@
 # Entry points. Each one installs what it needs first (scripts/bootstrap.sh).
-.PHONY: site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet build docs clean
+.PHONY: release site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet build docs clean
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
@@ -29,6 +29,11 @@ bench:
 bench-fleet:
 	@scripts/bootstrap.sh
 	.venv/bin/python benchmarks/fleet.py $(ARGS)
+
+# The changelog from the fragments for galaxy.yml's version, then the artifact (scripts/release.sh).
+release:
+	@scripts/bootstrap.sh --tests
+	PATH=$(CURDIR)/.venv/bin:$$PATH scripts/release.sh $(ARGS)
 
 build:
 	@scripts/bootstrap.sh
