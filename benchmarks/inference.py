@@ -33,7 +33,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,6 +46,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 sys.path.insert(0, os.path.join(REPO, ".build", "collections"))
 
+from tests.helpers import free_ports  # noqa: E402
 from tests.integration import exo_sources  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_api as exo_api  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings  # noqa: E402
@@ -182,16 +182,6 @@ def place(store, homes):
             handle.write(seed["content"])
 
 
-def free_ports(count):
-    sockets = [socket.socket() for dummy in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
-
-
 def peak_rss_gb(pid):
     """The high-water mark of a process's resident memory (VmHWM), in GB."""
     with open("/proc/%d/status" % pid) as handle:
@@ -207,7 +197,8 @@ class Instances(object):
     def __init__(self, venv, store, work, name, size, options):
         self.names = ["%s%d" % (name, i) for i in range(size)]
         self.homes = [os.path.join(work, n) for n in self.names]
-        self.grpc, self.api = free_ports(size), free_ports(size)
+        ports = free_ports(2 * size)
+        self.grpc, self.api = ports[:size], ports[size:]
         self.logs = [h + ".log" for h in self.homes]
         self.processes = []
         place(store, self.homes)
