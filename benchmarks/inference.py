@@ -58,7 +58,7 @@ WORK = os.path.join(REPO, ".build", "bench-inference")
 CASES = (("single", 1), ("ring", 2))
 # (key of a sample, label): the rows of the table, in order.
 METRICS = (("ready_s", "instances ready, s"), ("first_token_s", "first token, s"), ("tokens_per_s", "tokens/s after it"),
-           ("total_s", "whole completion, s"), ("peak_rss_gb", "peak RSS per node, GB"))
+           ("total_s", "whole completion, s"), ("peak_rss_gb", "peak RSS, largest node, GB"))
 # An address where nothing answers: a lookup exo makes on the network fails at once.
 NO_HUB = "http://127.0.0.1:9"
 
@@ -234,14 +234,14 @@ class Instances(object):
             dead = [n for n, p in zip(self.names, self.processes) if p.poll() is not None]
             if dead:
                 raise self.failure("exo %s exited while the ring formed" % ", ".join(dead))
-            seen, waited = exo_api.wait_for_ring(self.api, self.names, deadline=5)
+            seen, dummy = exo_api.wait_for_ring(self.api, self.names, deadline=5)
             if all(not i["missing"] and not i["error"] for i in seen):
                 return time.monotonic() - started
             if time.monotonic() - started > deadline:
                 raise self.failure("no ring after %d s: %s" % (deadline, seen))
 
     def peak_rss_gb(self):
-        return max(peak_rss_gb(p.pid) for p in self.processes)
+        return [peak_rss_gb(p.pid) for p in self.processes]
 
     def stop(self):
         for process in self.processes:
@@ -264,8 +264,9 @@ def measure(venv, store, work, name, size, options):
             answer = exo_api.chat(instances.api[0], MODEL, options.prompt, 0, options.timeout)
         except exo_api.ApiError as problem:
             raise instances.failure(str(problem))
+        peaks = instances.peak_rss_gb()
         return dict(ready_s=ready, first_token_s=answer["first_token_s"], tokens_per_s=answer["tokens_per_s"],
-                    total_s=answer["total_s"], peak_rss_gb=instances.peak_rss_gb(), tokens=len(answer["chunks"]),
+                    total_s=answer["total_s"], peak_rss_gb=max(peaks), peak_rss_nodes_gb=peaks, tokens=len(answer["chunks"]),
                     text=answer["text"], finish_reason=answer["finish_reason"])
     finally:
         instances.stop()
@@ -299,9 +300,9 @@ def main():
             for name, size in order(round_):
                 sample = measure(venv, store, os.path.join(work, "%s-%d" % (name, round_)), name, size, options)
                 samples[name].append(sample)
-                print("round %d, %-6s ready %5.1f s  first token %6.1f s  %s tokens/s  %d tokens  peak %.1f GB  %r" % (
+                print("round %d, %-6s ready %5.1f s  first token %6.1f s  %s tokens/s  %d tokens  peak %s GB  %r" % (
                     round_ + 1, name, sample["ready_s"], sample["first_token_s"] or 0, show(sample["tokens_per_s"], 3).strip(),
-                    sample["tokens"], sample["peak_rss_gb"], sample["text"]), flush=True)
+                    sample["tokens"], " + ".join("%.1f" % p for p in sample["peak_rss_nodes_gb"]), sample["text"]), flush=True)
                 if options.json:  # as it goes: a run cut short still leaves its samples
                     with open(options.json, "w") as handle:
                         json.dump(dict(options=vars(options), samples=samples), handle, indent=1)

@@ -30,7 +30,7 @@ def test_the_table_gives_medians_and_ring_over_single():
     assert rows["first token, s"] == (80.0, 110.0, 110.0 / 80.0)
     # a completion that streamed one token has no rate: the other sample's stands alone
     assert rows["tokens/s after it"] == (0.33, 0.20, 0.20 / 0.33)
-    assert rows["peak RSS per node, GB"] == pytest.approx((7.9, 5.7, 5.7 / 7.9))
+    assert rows["peak RSS, largest node, GB"] == pytest.approx((7.9, 5.7, 5.7 / 7.9))
     assert rows["instances ready, s"] == (10.0, 25.0, 2.5)
     # unknown on both sides: no median, no ratio
     assert rows["whole completion, s"] == (None, None, None)
@@ -41,7 +41,7 @@ def test_no_ratio_against_an_unknown_or_zero_single():
     samples = {"single": [sample(None, 0.0, 7.9)], "ring": [sample(100.0, 0.2, 6.0)]}
     rows = dict((label, ratio) for label, dummy, dummy2, ratio in bench.table(samples))
     assert rows["first token, s"] is None and rows["tokens/s after it"] is None
-    assert rows["peak RSS per node, GB"] == 6.0 / 7.9
+    assert rows["peak RSS, largest node, GB"] == 6.0 / 7.9
 
 
 def test_each_case_goes_first_every_other_round():
