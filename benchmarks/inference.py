@@ -111,9 +111,17 @@ def wheelhouse(given):
     work = os.path.join(REPO, ".build", "exo-wheelhouse")
     sources = exo_sources.archives(work)
     directory = os.path.join(work, "wheelhouse")
-    subprocess.run([sys.executable, os.path.join(REPO, "scripts", "exo-wheelhouse.py"), "--python", "3.12", "--exo", sources["exo"],
-                    "--tinygrad", sources["tinygrad"], directory], check=True)
+    quiet([sys.executable, os.path.join(REPO, "scripts", "exo-wheelhouse.py"), "--python", "3.12", "--exo", sources["exo"],
+           "--tinygrad", sources["tinygrad"], directory])
     return directory
+
+
+def quiet(command):
+    """Run command; its output is shown only when it fails (pip's complaints about exo's skipped requirements
+    are the role's intent)."""
+    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    if proc.returncode:
+        sys.exit("%s failed:\n%s" % (" ".join(command), proc.stdout[-3000:]))
 
 
 def exo_venv(directory, python):
@@ -137,11 +145,8 @@ def exo_venv(directory, python):
     shutil.rmtree(venv, ignore_errors=True)
     pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-index",
            "--find-links", directory]
-    # pip's complaint that exo's skipped requirements are missing is the role's intent: shown only on failure.
     for command in ([python, "-m", "venv", venv], pip + ["--no-deps", wheel], pip + plan["install"]):
-        proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
-        if proc.returncode:
-            sys.exit("%s failed:\n%s" % (" ".join(command), proc.stdout[-3000:]))
+        quiet(command)
     with open(stamp, "w") as handle:
         json.dump(wanted, handle)
     return venv
@@ -155,8 +160,8 @@ def model_store(given):
         if given:
             sys.exit("--model-store %s has no %s/model.safetensors; make one with scripts/exo-synthetic-model.py --card %s "
                      "--seed 0 --dtype f16 --out %s" % (given, models.MODEL_REPOS[MODEL], MODEL, repo))
-        subprocess.run([sys.executable, os.path.join(REPO, "scripts", "exo-synthetic-model.py"), "--card", MODEL, "--seed", "0",
-                        "--dtype", "f16", "--out", repo], check=True)
+        quiet([sys.executable, os.path.join(REPO, "scripts", "exo-synthetic-model.py"), "--card", MODEL, "--seed", "0",
+               "--dtype", "f16", "--out", repo])
     return store
 
 
