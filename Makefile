@@ -1,5 +1,5 @@
 # Entry points. Each one installs what it needs first (scripts/bootstrap.sh).
-.PHONY: release site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet build docs clean
+.PHONY: release site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet bench-inference build docs clean
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
@@ -34,6 +34,11 @@ bench-fleet:
 release:
 	@scripts/bootstrap.sh --tests
 	PATH=$(CURDIR)/.venv/bin:$$PATH scripts/release.sh $(ARGS)
+
+# Real exo on the synthetic 1B model: one instance against a ring of two; several minutes, about 8 GB.
+bench-inference:
+	@scripts/bootstrap.sh
+	.venv/bin/python benchmarks/inference.py $(ARGS)
 
 build:
 	@scripts/bootstrap.sh

@@ -9,7 +9,8 @@ __doc__ = """What the unit and the integration tests share; no test module impor
 - Paths: the repository, the built collection, the fixtures.
 - Running things: device_facts in a fresh process (run_module), ansible and ansible-playbook
   (run_ansible, run_playbook, and run_example with its inventory and recap for the documented
-  examples), the roles' test playbooks over simulated hosts (run_driver_role, NODE_TASKS).
+  examples), the roles' test playbooks over simulated hosts (run_driver_role, NODE_TASKS); free
+  ports on 127.0.0.1 for real exo instances (free_ports).
 - The EXAMPLES of a module or a filter, read in one place (examples).
 - Simulated tinygrad packages (simulated_tinygrad, device_module) and tinygrad's facts for a version.
 - The facts device_facts reports on the simulated hosts of tests/simulated/hosts.py PROBED, as the
@@ -26,6 +27,7 @@ import copy
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import textwrap
@@ -127,6 +129,17 @@ def run_playbook(tmp, inventory, playbook, hosts, check=False, timeout=600):
 
 
 # ---- the examples of the docs -------------------------------------------------------------------
+
+def free_ports(count):
+    """count TCP ports free on 127.0.0.1 now, all different (held together while they are chosen)."""
+    sockets = [socket.socket() for dummy in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
 
 def examples(kind, name):
     """The EXAMPLES of a plugin as written: kind "module" (the EXAMPLES string of plugins/modules/<name>.py)

@@ -23,7 +23,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,7 +35,7 @@ import yaml
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
-from tests.helpers import REPO, examples
+from tests.helpers import REPO, examples, free_ports
 from tests.integration import exo_sources
 
 WORK = os.path.join(REPO, ".build", "exo-wheelhouse")
@@ -256,16 +255,6 @@ def test_the_filter_examples_run_as_written(workdir, tmp_path):
     assert result["errors"] == [] and result["install"][-1] == "tinygrad==0.10.0"
     assert "opencv-python-headless==4.10.0.84" in result["install"]
     assert not [r for r in result["install"] if "git+" in r or r.startswith(("nuitka", "uuid", "grpcio-tools"))]
-
-
-def free_ports(count):
-    sockets = [socket.socket() for dummy in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def get_json(url, data=None, timeout=5):

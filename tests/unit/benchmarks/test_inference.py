@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""benchmarks/inference.py without exo: the table of medians and ratios, the interleaving, and the
+model placed in each instance's home by the node role's planner, as exo reads it."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import importlib.util
+import json
+import os
+
+import pytest
+
+from tests.helpers import REPO
+
+SPEC = importlib.util.spec_from_file_location("inference_bench", os.path.join(REPO, "benchmarks", "inference.py"))
+bench = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(bench)
+
+
+def sample(first, rate, rss, ready=10.0, total=None):
+    return {"ready_s": ready, "first_token_s": first, "tokens_per_s": rate, "total_s": total, "peak_rss_gb": rss}
+
+
+def test_the_table_gives_medians_and_ring_over_single():
+    samples = {"single": [sample(80.0, 0.30, 7.9), sample(90.0, 0.36, 7.7), sample(70.0, 0.33, 8.1)],
+               "ring": [sample(100.0, 0.20, 6.5, ready=20.0), sample(120.0, None, 4.9, ready=30.0)]}
+    rows = dict((label, (single, ring, ratio)) for label, single, ring, ratio in bench.table(samples))
+    assert rows["first token, s"] == (80.0, 110.0, 110.0 / 80.0)
+    # a completion that streamed one token has no rate: the other sample's stands alone
+    assert rows["tokens/s after it"] == (0.33, 0.20, 0.20 / 0.33)
+    assert rows["peak RSS, largest node, GB"] == pytest.approx((7.9, 5.7, 5.7 / 7.9))
+    assert rows["instances ready, s"] == (10.0, 25.0, 2.5)
+    # unknown on both sides: no median, no ratio
+    assert rows["whole completion, s"] == (None, None, None)
+    assert [label for dummy, label in bench.METRICS] == [row[0] for row in bench.table(samples)]
+
+
+def test_no_ratio_against_an_unknown_or_zero_single():
+    samples = {"single": [sample(None, 0.0, 7.9)], "ring": [sample(100.0, 0.2, 6.0)]}
+    rows = dict((label, ratio) for label, dummy, dummy2, ratio in bench.table(samples))
+    assert rows["first token, s"] is None and rows["tokens/s after it"] is None
+    assert rows["peak RSS, largest node, GB"] == 6.0 / 7.9
+
+
+def test_each_case_goes_first_every_other_round():
+    firsts = [bench.order(r)[0][0] for r in range(4)]
+    assert firsts == ["single", "ring", "single", "ring"]
+    assert all(sorted(bench.order(r)) == sorted(bench.CASES) for r in range(3))
+
+
+def test_the_model_is_placed_where_exo_reads_it_and_exo_asks_no_hub(tmp_path):
+    repo = "unsloth/Llama-3.2-1B-Instruct"
+    store = tmp_path / "store"
+    (store / repo).mkdir(parents=True)
+    (store / repo / "model.safetensors").write_bytes(b"w" * 64)
+    (store / repo / "tokenizer.json").write_text("{}")
+    homes = [str(tmp_path / "work" / name) for name in ("ring0", "ring1")]
+    bench.place(str(store), homes)
+    for home in homes:
+        downloads = os.path.join(home, "downloads", "unsloth--Llama-3.2-1B-Instruct")
+        assert os.path.samefile(os.path.join(downloads, "model.safetensors"), str(store / repo / "model.safetensors"))
+        with open(os.path.join(home, "tmp", "exo", "unsloth--Llama-3.2-1B-Instruct--main--file_list.json")) as handle:
+            assert json.load(handle) == [{"path": "model.safetensors", "size": 64}, {"path": "tokenizer.json", "size": 2}]
+        with open(os.path.join(home, "tmp", "exo", "unsloth--Llama-3.2-1B-Instruct", "model.safetensors.index.json")) as handle:
+            assert json.load(handle)["weight_map"] == {}
