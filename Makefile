@@ -3,9 +3,11 @@
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
+# Real exo where its sources can be reached, else the stand-in: scripts/site-exo.py says which.
 site:
 	@scripts/bootstrap.sh
-	.venv/bin/ansible-playbook site.yml $(ARGS)
+	.venv/bin/python scripts/site-exo.py .build/site-exo.yml
+	.venv/bin/ansible-playbook site.yml -e @.build/site-exo.yml $(ARGS)
 
 facts:
 	@scripts/bootstrap.sh

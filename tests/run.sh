@@ -140,12 +140,20 @@ run_matrix() {
   export PATH=$old_path
 }
 
-# The README's main command, twice: the second run must change nothing.
+# The README's main command, twice: the second run must change nothing, and the exo the role reports
+# installed is the one make site said it would install (real exo where its sources can be reached).
 run_site() {
-  ansible-playbook site.yml
-  ansible-playbook site.yml | tee .build/site-second-run.log
+  make site
+  make site | tee .build/site-second-run.log
   grep -Eq 'localhost +: ok=[0-9]+ +changed=0 ' .build/site-second-run.log \
-    || { echo "site.yml: the second run changed something" >&2; exit 1; }
+    || { echo "make site: the second run changed something" >&2; exit 1; }
+  if grep -q '^make site: real exo' .build/site-second-run.log; then
+    grep -q '"  exo from exo 0.0.1 in ' .build/site-second-run.log \
+      || { echo "make site: said real exo, the role reports another" >&2; exit 1; }
+  else
+    grep -q 'the stand-in of tests/standin' .build/site-second-run.log \
+      || { echo "make site: said the stand-in, the role reports another" >&2; exit 1; }
+  fi
 }
 
 suites=("$@")
