@@ -115,8 +115,8 @@ facts_play() {
     || { echo "matrix: ansible-core $release: playbooks/facts.yml did not end cleanly on $python ($log)" >&2; return 1; }
 }
 
-# Per release: the unit tests, ansible-test sanity, the playbooks' syntax; on the oldest and the
-# newest, the probe play with the managed hosts' oldest and newest Python. The release .venv holds
+# Per release: the unit tests and the playbooks' syntax; on the oldest and the newest, ansible-test
+# sanity and the probe play with the managed hosts' oldest and newest Python. The release .venv holds
 # is left to the unit and sanity suites when they run in the same call.
 run_matrix() {
   local entry release venv oldest newest old_path=$PATH
@@ -130,7 +130,9 @@ run_matrix() {
     export PATH=$PWD/$venv/bin:$old_path
     ansible --version | sed -n 1p
     if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" unit "* ]]; then run_unit; fi
-    if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" sanity "* ]]; then run_sanity; fi
+    # ansible-test's rules only grow from release to release: the oldest and the newest bound them.
+    if { [ "$release" = "$oldest" ] || [ "$release" = "$newest" ]; } \
+        && { [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" sanity "* ]]; }; then run_sanity; fi
     ansible-playbook --syntax-check site.yml playbooks/facts.yml >/dev/null
     if [ "$release" = "$oldest" ] || [ "$release" = "$newest" ]; then
       facts_play "$release" "$PWD/$venv/bin/python"
