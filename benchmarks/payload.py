@@ -6,7 +6,8 @@
     .venv/bin/python benchmarks/payload.py [gpufleet.exo.device_facts]
 
 Runs the module once on localhost with ANSIBLE_KEEP_REMOTE_FILES, opens the AnsiballZ wrapper it
-left and lists the collection's files in its zip. Run it on two commits to compare payloads.
+left and lists the collection's files in its zip, each as stored and as compressed there. Run it on
+two commits to compare payloads.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -29,7 +30,7 @@ ARGS = {"gpufleet.exo.device_facts": "tinygrad=false"}
 
 
 def payload(module):
-    """[(path, uncompressed bytes)] of the collection's files, and the wrapper's size in bytes."""
+    """[(path, bytes, compressed bytes)] of the collection's files, and the wrapper's size in bytes."""
     remote_tmp = tempfile.mkdtemp(prefix="payload-")
     try:
         env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_KEEP_REMOTE_FILES="1",
@@ -40,7 +41,7 @@ def payload(module):
         with open(wrapper) as handle:
             text = handle.read()
         data = base64.b64decode(re.search(r"zip_data='([^']*)'", text).group(1))
-        files = [(info.filename, info.file_size) for info in zipfile.ZipFile(io.BytesIO(data)).infolist()
+        files = [(info.filename, info.file_size, info.compress_size) for info in zipfile.ZipFile(io.BytesIO(data)).infolist()
                  if "/gpufleet/" in info.filename]
         return sorted(files), len(text)
     finally:
@@ -52,10 +53,11 @@ def main():
     parser.add_argument("module", nargs="?", default="gpufleet.exo.device_facts")
     options = parser.parse_args()
     files, wrapper = payload(options.module)
-    for path, size in files:
-        print("%8d  %s" % (size, path))
-    print("%8d  the collection's %d files, uncompressed" % (sum(size for _path, size in files), len(files)))
-    print("%8d  the AnsiballZ wrapper as sent" % wrapper)
+    print("%8s  %8s  %s" % ("bytes", "zipped", "file"))
+    for path, size, zipped in files:
+        print("%8d  %8d  %s" % (size, zipped, path))
+    print("%8d  %8d  the collection's %d files" % (sum(f[1] for f in files), sum(f[2] for f in files), len(files)))
+    print("%8d  %8s  the AnsiballZ wrapper as sent" % (wrapper, ""))
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def tracked():
             and os.path.basename(f) != "__init__.py" and os.path.exists(os.path.join(REPO, f))]
 
 
-@pytest.mark.skipif(not os.path.isdir(os.path.join(REPO, ".git")), reason="needs the git work tree")
+@pytest.mark.skipif(not os.path.exists(os.path.join(REPO, ".git")), reason="needs the git work tree")
 def test_every_file_of_the_code_is_in_the_layout():
     named = named_in_layout()
     missing = [path for path in tracked() if path not in named]
@@ -51,3 +51,15 @@ def test_every_path_the_layout_names_exists():
     gone = [path for path in named_in_layout() if not path.endswith("/") and "*" not in path
             and not os.path.exists(os.path.join(REPO, path))]
     assert gone == []
+
+
+def test_the_readme_layout_names_every_plugin():
+    """The README's short layout names each module, module_utils and plugin_utils file and each filter by its
+    name (`gpu_choice`, `_driver_packages`, `node_plan`), so that it follows the tree as docs/layout.md does."""
+    with open(os.path.join(REPO, "README.md")) as handle:
+        section = handle.read().split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    said = set(os.path.splitext(os.path.basename(word.rstrip("/")))[0] for word in re.findall(r"`([^`]+)`", section))
+    plugins = [os.path.relpath(os.path.join(root, name), REPO)
+               for root, _dirs, names in os.walk(os.path.join(REPO, "plugins")) for name in names
+               if name.endswith(".py") and name != "__init__.py" or root.endswith("filter") and name.endswith(".yml")]
+    assert sorted(p for p in plugins if os.path.splitext(os.path.basename(p))[0] not in said) == []

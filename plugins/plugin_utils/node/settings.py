@@ -15,7 +15,7 @@ import re
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet.capacity import MODELS
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements, proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import client_errors
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
@@ -122,7 +122,8 @@ def settings(raw):
     for name, check in (("exo_node_gpus", _check_gpus), ("exo_node_extra_args", _check_extra_args),
                         ("exo_node_extra_env", _check_extra_env), ("exo_node_device_allow_extra", _check_device_allow),
                         ("exo_node_api_clients", lambda v: client_errors(v["exo_node_api_clients"])),
-                        ("exo_node_models", check_models), ("exo_node_api_proxy", proxy.setting_errors)):
+                        ("exo_node_models", check_models), ("exo_node_api_proxy", proxy.setting_errors),
+                        ("exo_node_skip_requirements", _check_requirements)):
         if name in values:
             errors.extend(check(values))
     return values, errors
@@ -166,6 +167,16 @@ def _check_extra_env(values):
             errors.append("exo_node_extra_env %s is %s; a value is a string without newlines, quotes, "
                           "backslashes or '$'" % (key, show(value)))
     return errors
+
+
+# Read together: a name may be neither skipped nor replaced if it is tinygrad, which has a variable of its own.
+REQUIREMENTS = ("exo_node_skip_requirements", "exo_node_replace_requirements", "exo_node_tinygrad_requirement")
+
+
+def _check_requirements(values):
+    if not all(name in values for name in REQUIREMENTS):
+        return []
+    return exo_requirements.check_settings(*(values[name] for name in REQUIREMENTS))
 
 
 def _check_device_allow(values):

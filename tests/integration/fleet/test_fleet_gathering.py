@@ -18,6 +18,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
+from tests.helpers import examples  # noqa: E402
 from tests.integration.fleet import lab as fleetlab  # noqa: E402
 
 REPO = fleetlab.REPO
@@ -39,10 +40,6 @@ def blocks(text, language):
 
 def recipes(text):
     return [b for b in blocks(text, "yaml") + blocks(text, "ini") if "facts_modules" in b]
-
-
-def module_examples():
-    return re.search(r'^EXAMPLES = r"""\n(.*?)^"""', read("plugins", "modules", "device_facts.py"), re.M | re.S).group(1)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +80,7 @@ def test_every_recipe_that_names_facts_modules_is_one_of_those_run_here():
                                               if f.endswith(".md")])
     assert dict((k, v) for k, v in found.items() if v) == {"README.md": 1, "docs/facts.md": 1, "docs/fleet.md": 2}
     broken = "ansible.builtin.gather_facts:\n      facts_modules"
-    assert not any(broken in read(*name.split("/")) for name in found) and broken not in module_examples()
+    assert not any(broken in read(*name.split("/")) for name in found) and broken not in examples("module", "device_facts")
 
 
 def test_readme_recipe(fleet):
@@ -186,9 +183,9 @@ def check_ansible_cfg_recipe(fleet, path):
 
 def test_module_examples(fleet):
     """device_facts' EXAMPLES: its tasks in a play, its play as it is."""
-    examples = yaml.safe_load(module_examples())
-    tasks = [e for e in examples if "hosts" not in e]
-    plays = [e for e in examples if "hosts" in e]
+    written = yaml.safe_load(examples("module", "device_facts"))
+    tasks = [e for e in written if "hosts" not in e]
+    plays = [e for e in written if "hosts" in e]
     assert len(plays) == 1 and plays[0]["vars"]["ansible_facts_modules"][1] == "gpufleet.exo.device_facts"
     hosts = ",".join(names(fleet, FEW))
     run_play(fleet, yaml.safe_dump([dict(name="EXAMPLES", hosts="gpu_hosts", gather_facts=False, tasks=tasks)]),

@@ -220,6 +220,11 @@ def test_mig_minors_missing(probed):
     ("exo_node_extra_env", {"1X": "a"}, ["exo_node_extra_env name \"1X\""]),
     ("exo_node_device_allow_extra", ["/dev/foo rwx"], ["\"/dev/foo rwx\" is not a DeviceAllow= value"]),
     ("exo_node_user", "root", ["exo_node_user is \"root\", a superuser"]),
+    # exo's requirements (exo_requirements.check_settings), checked with the others before any change
+    ("exo_node_skip_requirements", ["tinygrad"], ["must not name tinygrad, which exo imports; give exo_node_tinygrad_requirement"]),
+    ("exo_node_replace_requirements", {"opencv-python": "opencv-python-headless==4.10"},
+     ["exo_node_replace_requirements: 'opencv-python-headless==4.10' is not a package name"]),
+    ("exo_node_tinygrad_requirement", "numpy==2.0.0", ["exo_node_tinygrad_requirement 'numpy==2.0.0' names numpy, not tinygrad"]),
 ])
 def test_bad_setting_named_with_its_value(probed, name, value, parts):
     refused(probed["one"], *parts, **{name: value})
