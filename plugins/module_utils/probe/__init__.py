@@ -164,9 +164,35 @@ class _Cache:
             cache.save(self.directory, self.key, install, section)
 
 
+def _per_gpu_stages(gpus, environ, driver):
+    """{stage: Stage}: the CUDA driver asked once per GPU and MIG device alone, where it answered at all."""
+    if not driver or driver["status"] not in ("ok", "init_error"):
+        return {}
+    from . import _tinygrad as tinygrad_probe
+    return dict(("cuda_gpu%d" % position, deadline.Stage(
+        argv=tinygrad_probe.stage_argv(sys.executable, "cuda"),
+        env=dict(environ, CUDA_VISIBLE_DEVICES=value, CUDA_DEVICE_ORDER=visible.PER_GPU_ORDER)))
+        for position, value in enumerate(visible.per_gpu_values(gpus)))
+
+
+def _per_gpu_section(gpus, driver, outcomes, errors):
+    """``visible.per_gpu``: each GPU's and MIG device's environment as the driver (or, without it, the rules) reads it."""
+    entries = []
+    for position, value in enumerate(visible.per_gpu_values(gpus)):
+        outcome = outcomes.get("cuda_gpu%d" % position)
+        if outcome is not None and not outcome.ok:
+            errors.append(_stage_error("cuda_gpu%d" % position, outcome))
+        answer = _driver_answer(outcome) if outcome is not None else driver
+        entries.append(visible.per_gpu_entry(visible.resolve(gpus, value, visible.PER_GPU_ORDER, answer)))
+    return entries
+
+
 def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, environ=None, backends=(),
-           tinygrad_cache=cache.DIRECTORY):
-    """The facts. ``tinygrad_cache``: the directory of the tinygrad stage's answers (None: none kept)."""
+           tinygrad_cache=cache.DIRECTORY, visible_per_gpu=False):
+    """The facts. ``tinygrad_cache``: the directory of the tinygrad stage's answers (None: none kept).
+
+    ``visible_per_gpu``: also ask which devices a process given each GPU (and MIG device) alone sees.
+    """
     environ = os.environ if environ is None else environ
     timings = {}
     errors = []
@@ -214,15 +240,20 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         gpus = [nvml.shape(raw, pci_devices) for raw in raw_gpus]
     if "cuda" in outcomes and not outcomes["cuda"].ok:
         errors.append(_stage_error("cuda", outcomes["cuda"]))
-    visible_facts = visible.resolve(gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"),
-                                    _driver_answer(outcomes.get("cuda")))
+    driver = _driver_answer(outcomes.get("cuda"))
+    visible_facts = visible.resolve(gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"), driver)
     busy_gpus = busy.busy_gpus(gpus) if nvml_facts["status"] == "ok" else []
+    later = _per_gpu_stages(gpus, environ, driver) if visible_per_gpu else {}
     if nvidia_first and asked:
         entry = kept.load(timings, pci_devices, nvml_facts, gpus)
         if entry is None:
             planned = _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visible_facts)
-            left = max(timeout - (time.monotonic() - started), 0.0)
-            outcomes.update(deadline.run_stages(planned[0], left, state_dir))
+            later.update(planned[0])
+    if later:
+        left = max(timeout - (time.monotonic() - started), 0.0)
+        outcomes.update(deadline.run_stages(later, left, state_dir))
+    if visible_per_gpu:
+        visible_facts["per_gpu"] = _per_gpu_section(gpus, driver, outcomes, errors)
     for name, outcome in outcomes.items():
         timings[name] = round(outcome.elapsed_ms, 1)
 
