@@ -16,6 +16,7 @@ AnsiballZ ships the package as sources, compiled on every run: the modules only 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import importlib
 import os
 import sys
 import time
@@ -120,6 +121,16 @@ def _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_
     return section
 
 
+def import_nvml_shaping():
+    """Import what shapes NVML's answer (_nvml, health) in this process, before the NVML child is forked.
+
+    This process needs them wherever NVML lists GPUs: imported (under AnsiballZ, compiled) once here,
+    the child inherits them instead of compiling them again.
+    """
+    importlib.import_module(__name__ + "._nvml")
+    importlib.import_module(__name__ + ".health")
+
+
 def _nvml_query():
     # Imported in the stage's child: the parent needs _nvml only where NVML lists GPUs.
     from . import _nvml
@@ -210,6 +221,8 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
     # Where an NVIDIA GPU is on the bus, tinygrad waits for NVML, which says whether the GPU is
     # busy (_busy.py); elsewhere there is nothing to wait for.
     nvidia_first = any(device["vendor"] == "nvidia" for device in pci_devices)
+    if nvidia_first:
+        import_nvml_shaping()
     asked = bool(tinygrad or backends)
     kept = _Cache(tinygrad_cache if asked else None, python, dict(
         rootfs=rootfs, environ=environ, backends=backends, tinygrad=tinygrad))
