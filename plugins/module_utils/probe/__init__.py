@@ -124,8 +124,9 @@ def _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_
 def import_nvml_shaping():
     """Import what shapes NVML's answer (_nvml, health) in this process, before the NVML child is forked.
 
-    This process needs them wherever NVML lists GPUs: imported (under AnsiballZ, compiled) once here,
-    the child inherits them instead of compiling them again.
+    This process needs them wherever NVML lists GPUs (an NVIDIA GPU on the bus, the nvidia kernel module
+    loaded): imported (under AnsiballZ, compiled) once here, the child inherits them instead of
+    compiling them again.
     """
     importlib.import_module(__name__ + "._nvml")
     importlib.import_module(__name__ + ".health")
@@ -221,7 +222,7 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
     # Where an NVIDIA GPU is on the bus, tinygrad waits for NVML, which says whether the GPU is
     # busy (_busy.py); elsewhere there is nothing to wait for.
     nvidia_first = any(device["vendor"] == "nvidia" for device in pci_devices)
-    if nvidia_first:
+    if nvidia_first and pci.loaded_modules(rootfs, ("nvidia",)):
         import_nvml_shaping()
     asked = bool(tinygrad or backends)
     kept = _Cache(tinygrad_cache if asked else None, python, dict(
