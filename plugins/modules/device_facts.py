@@ -808,8 +808,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe import gather
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe._cache import DIRECTORY as CACHE_DIRECTORY
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import CACHE_DIRECTORY, gather
 
 
 def main():

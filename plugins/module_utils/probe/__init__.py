@@ -21,9 +21,14 @@ import os
 import sys
 import time
 
-from . import _busy as busy, _cache as cache, _deadline as deadline, _host as host, _visible as visible, conclusions, pci
+from . import _busy as busy, _deadline as deadline, _host as host, _visible as visible, conclusions, pci
 
 SCHEMA_VERSION = 1
+# Where root keeps the tinygrad stage's answers (_cache.py, imported only where the stage is asked for).
+CACHE_DIRECTORY = "/run/gpufleet-exo/tinygrad"
+# The tinygrad section where no stage answered: every key, no value.
+TINYGRAD_UNKNOWN = {"installed": None, "version": None, "python": None, "backend": None, "reason": None,
+                    "select_env": None, "visible_devices_env": None, "guards": []}
 
 
 def _timed(timings, name, func, *args):
@@ -93,6 +98,8 @@ def _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visib
 
 def _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_gpus, errors):
     """The tinygrad section from the stages' outcomes; stage failures go to ``errors``."""
+    if not tinygrad and not backends:
+        return dict(TINYGRAD_UNKNOWN, guards=[], reason="not probed (tinygrad: false)")
     from . import _tinygrad as tinygrad_probe
     dummy, skipped_checks, check_gpus = planned
     if tinygrad:
@@ -159,7 +166,7 @@ class _Cache:
     def load(self, timings, pci_devices, nvml_facts=None, gpus=()):
         if self.directory is None:
             return None
-        from . import _tinygrad as tinygrad_probe
+        from . import _cache as cache, _tinygrad as tinygrad_probe
         started = time.monotonic()
         self.key = cache.inputs(script=tinygrad_probe.script(), python=self.python, pci_devices=pci_devices,
                                 nvml_facts=nvml_facts, gpus=gpus, **self.inputs)
@@ -173,6 +180,7 @@ class _Cache:
             return
         install = next((outcomes[name].value.get("install") for name in names), None)
         if install is not None:
+            from . import _cache as cache
             cache.save(self.directory, self.key, install, section)
 
 
@@ -200,7 +208,7 @@ def _per_gpu_section(gpus, driver, outcomes, errors):
 
 
 def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, environ=None, backends=(),
-           tinygrad_cache=cache.DIRECTORY, visible_per_gpu=False):
+           tinygrad_cache=CACHE_DIRECTORY, visible_per_gpu=False):
     """The facts. ``tinygrad_cache``: the directory of the tinygrad stage's answers (None: none kept).
 
     ``visible_per_gpu``: also ask which devices a process given each GPU (and MIG device) alone sees.
@@ -287,7 +295,10 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         tinygrad_facts = _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_gpus, errors)
         tinygrad_facts["python"] = python
         kept.save(outcomes, list(planned[0]), tinygrad_facts)
-    tinygrad_facts.update(cached=entry is not None, cached_since=cache.since_text(entry["since"]) if entry else None)
+    tinygrad_facts.update(cached=entry is not None, cached_since=None)
+    if entry is not None:
+        from . import _cache as cache
+        tinygrad_facts["cached_since"] = cache.since_text(entry["since"])
 
     chosen, fallback_reason = conclusions.backend(pci_devices, nvml_facts, gpus, visible_facts, amd_gpus,
                                                   tinygrad_facts)

@@ -24,9 +24,7 @@ import os
 import stat
 import time
 
-from . import _sysfs as sysfs
-
-DIRECTORY = "/run/gpufleet-exo/tinygrad"
+from . import CACHE_DIRECTORY as DIRECTORY, _sysfs as sysfs
 # Bumped when the cached section's shape changes, so that an older collection's entries are not read.
 FORMAT = 1
 
