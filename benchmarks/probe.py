@@ -11,7 +11,9 @@ not kept: tinygrad_cache=false, which is what a first gathering costs), with tin
 of the unchanged host (the kept answer), and tinygrad's selection alone. Then, over the simulated
 libnvidia-ml with 8 GPUs: the NVML stage as the probe runs it (a child process with its deadline)
 against a C program that does what `nvidia-smi -L` does (load the library, init, name and UUID of
-each GPU, shut down) as a process of its own, and the in-process probe.
+each GPU, shut down) as a process of its own, the stage's parts (the child's start, its imports,
+nvmlInit, the queries, nvmlShutdown, the answer's way back), and the in-process probe.
+`--nvml` prints the NVML figures alone.
 
 Targets (issue 23): device_facts without tinygrad at most 1.0x ping; with tinygrad on a re-gather at
 most 1.05x ping; the NVML stage at most twice the nvidia-smi -L equivalent; the in-process probe of 8

@@ -17,8 +17,8 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_r
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import address_error
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import check_facts, mig_minors, to_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import (instance_name, port_errors, removals, render,
-                                                                                visibility_errors)
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import (
+    instance_name, port_errors, removals, render, visibility_errors)
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, settings
 
 
