@@ -11,7 +11,9 @@ not kept: tinygrad_cache=false, which is what a first gathering costs), with tin
 of the unchanged host (the kept answer), and tinygrad's selection alone. Then, over the simulated
 libnvidia-ml with 8 GPUs: the NVML stage as the probe runs it (a child process with its deadline)
 against a C program that does what `nvidia-smi -L` does (load the library, init, name and UUID of
-each GPU, shut down) as a process of its own, and the in-process probe.
+each GPU, shut down) as a process of its own, the stage's parts (the child's start, its imports,
+nvmlInit, the queries, nvmlShutdown, the answer's way back), and the in-process probe.
+`--nvml` prints the NVML figures alone.
 
 Targets (issue 23): device_facts without tinygrad at most 1.0x ping; with tinygrad on a re-gather at
 most 1.05x ping; the NVML stage at most twice the nvidia-smi -L equivalent; the in-process probe of 8
@@ -66,12 +68,14 @@ int main(void)
 """
 
 # The NVML stage as gather() runs it: a child process, forked, with the deadline; timed in a process
-# that has the probe imported, as the module has.
+# that has imported what the module's process has (Ansible's module_utils.basic, the probe).
 NVML_STAGE = r"""
 import json, sys, time
 sys.path.insert(0, %(collections)r)
+import ansible.module_utils.basic
 from ansible_collections.gpufleet.exo.plugins.module_utils import probe
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _deadline as deadline
+probe.import_nvml_shaping()  # as gather() does where an NVIDIA GPU is on the bus
 samples = []
 for dummy in range(%(rounds)d):
     started = time.perf_counter()
@@ -79,6 +83,60 @@ for dummy in range(%(rounds)d):
     samples.append((time.perf_counter() - started) * 1000.0)
     assert outcome.ok and len(outcome.value["gpus"]) == 8, outcome.message
 print(json.dumps(samples))
+"""
+
+# The NVML stage's parts, in the same process: the child's start (fork), what it imports (the probe's
+# _nvml and health, which gather() imports before the fork, and nvidia-ml-py), nvmlInit, the queries, nvmlShutdown, and
+# the answer's way back to the parent. And what compiling _nvml and health from source costs, which
+# AnsiballZ's archive makes the module pay at every import.
+NVML_PARTS = r"""
+import json, statistics, sys, time
+sys.path.insert(0, %(collections)r)
+import ansible.module_utils.basic
+from ansible_collections.gpufleet.exo.plugins.module_utils import probe
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _deadline as deadline
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _nvml as source
+probe.import_nvml_shaping()  # as gather() does where an NVIDIA GPU is on the bus
+
+def stage():
+    marks = [("child started", time.perf_counter())]
+    from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _nvml, health
+    marks.append(("import the probe's _nvml, health", time.perf_counter()))
+    import pynvml
+    marks.append(("import nvidia-ml-py", time.perf_counter()))
+    init, shutdown = pynvml.nvmlInit, pynvml.nvmlShutdown
+    def timed_init():
+        init()
+        marks.append(("nvmlInit", time.perf_counter()))
+    def timed_shutdown():
+        marks.append(("queries", time.perf_counter()))
+        shutdown()
+        marks.append(("nvmlShutdown", time.perf_counter()))
+    pynvml.nvmlInit, pynvml.nvmlShutdown = timed_init, timed_shutdown
+    value = _nvml.query()
+    return {"value": value, "marks": marks}
+
+parts = {}
+for dummy in range(%(rounds)d):
+    started = time.perf_counter()
+    outcome = deadline.run_stages({"nvml": deadline.Stage(func=stage)}, 10.0)["nvml"]
+    ended = time.perf_counter()
+    assert outcome.ok and len(outcome.value["value"]["gpus"]) == 8, outcome.message
+    last = started
+    marks = outcome.value["marks"] + [("the answer back in the parent (JSON, exit)", ended)]
+    for name, at in marks:
+        parts.setdefault(name, []).append((at - last) * 1000.0)
+        last = at
+    parts.setdefault("the stage in all", []).append((ended - started) * 1000.0)
+compile_ms = []
+for dummy in range(%(rounds)d):
+    started = time.perf_counter()
+    for path in (source.__file__, source.__file__.replace("_nvml.py", "health.py")):
+        with open(path) as handle:
+            compile(handle.read(), path, "exec")
+    compile_ms.append((time.perf_counter() - started) * 1000.0)
+medians = [(name, statistics.median(values)) for name, values in parts.items()]
+print(json.dumps({"parts": medians, "compile": statistics.median(compile_ms)}))
 """
 ENV = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"))
 
@@ -124,7 +182,11 @@ def timed(command, env=None, outputs=None, cpu=None):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--nvml", action="store_true", help="only the NVML stage's figures (5 x rounds runs)")
     options = parser.parse_args()
+    if options.nvml:
+        print("\n".join(nvml_figures(5 * options.rounds)[0]))
+        return
 
     ping = ansible("ansible.builtin.ping")
     commands = {
@@ -151,19 +213,7 @@ def main():
     # machine) rightly voids the kept answer: count how many re-gathers really reused it.
     reused = sum('"cached": true' in output for output in regathers)
 
-    workdir = tempfile.mkdtemp(prefix="gpufleet-bench-")
-    gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0), health=simnvml.HEALTHY_H100) for dummy in range(8)]
-    config = simnvml.write_config(os.path.join(workdir, "nvml.conf"), gpus)
-    env = dict(os.environ, **simnvml.environment(simnvml.build("current"), config))
-    smi = build_smi_l(workdir)
-    nvml = dict(collections=os.path.join(REPO, ".build", "collections"), rounds=5 * options.rounds)
-    stage = json.loads(subprocess.run([sys.executable, "-c", NVML_STAGE % nvml], env=env, check=True,
-                                      stdout=subprocess.PIPE).stdout.decode())
-    smi_samples = [timed([smi], env) for dummy in range(5 * options.rounds)]
-    script = IN_PROCESS % {"collections": os.path.join(REPO, ".build", "collections"), "rounds": 5 * options.rounds}
-    output = subprocess.run([sys.executable, "-c", script], env=env, check=True, stdout=subprocess.PIPE).stdout
-    in_process = json.loads(output.decode())
-    samples["in-process probe, 8 simulated GPUs"] = in_process["samples"]
+    nvml_lines, samples["in-process probe, 8 simulated GPUs"] = nvml_figures(5 * options.rounds)
 
     medians = dict((name, statistics.median(values)) for name, values in samples.items())
     cpu_medians = dict((name, statistics.median(values)) for name, values in cpu.items())
@@ -188,11 +238,36 @@ def main():
     print("the tinygrad stage adds %.0f ms on a first gathering; the selection alone costs %.0f ms"
           % (medians["device_facts, first gathering"] - medians["device_facts tinygrad=false"],
              medians["tinygrad selection alone"]))
-    print("NVML stage, 8 simulated GPUs: %.1f ms; nvidia-smi -L equivalent (a C process): %.1f ms; ratio %.2f "
-          "(target <= 2)" % (statistics.median(stage), statistics.median(smi_samples),
-                             statistics.median(stage) / statistics.median(smi_samples)))
-    print("in-process probe of 8 simulated GPUs: %.1f ms (target < 50); the first call, which also imports "
-          "nvidia-ml-py: %.1f ms" % (medians["in-process probe, 8 simulated GPUs"], in_process["first"]))
+    print("\n".join(nvml_lines))
+
+
+def nvml_figures(rounds):
+    """(lines to print, the in-process probe's samples): the NVML stage, its parts, the nvidia-smi -L
+    equivalent and the in-process probe, over the simulated libnvidia-ml with 8 GPUs."""
+    workdir = tempfile.mkdtemp(prefix="gpufleet-bench-")
+    gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, cc=(9, 0), health=simnvml.HEALTHY_H100) for dummy in range(8)]
+    config = simnvml.write_config(os.path.join(workdir, "nvml.conf"), gpus)
+    env = dict(os.environ, **simnvml.environment(simnvml.build("current"), config))
+    smi = build_smi_l(workdir)
+    nvml = dict(collections=os.path.join(REPO, ".build", "collections"), rounds=rounds)
+
+    def run(script):
+        return json.loads(subprocess.run([sys.executable, "-c", script % nvml], env=env, check=True,
+                                         stdout=subprocess.PIPE).stdout.decode())
+    stage = run(NVML_STAGE)
+    smi_samples = [timed([smi], env) for dummy in range(rounds)]
+    parts = run(NVML_PARTS)
+    in_process = run(IN_PROCESS)
+    lines = ["NVML stage, 8 simulated GPUs: %.1f ms; nvidia-smi -L equivalent (a C process): %.1f ms; ratio %.2f "
+             "(target <= 2)" % (statistics.median(stage), statistics.median(smi_samples),
+                                statistics.median(stage) / statistics.median(smi_samples)),
+             "the NVML stage's parts (medians of %d runs; the first part is the fork, the child's start):" % rounds]
+    lines += ["  %-44s %6.1f ms" % (name, median) for name, median in parts["parts"]]
+    lines.append("  %-44s %6.1f ms (under AnsiballZ, paid once: by the parent, before the child is forked)"
+                 % ("compiling _nvml and health from source", parts["compile"]))
+    lines.append("in-process probe of 8 simulated GPUs: %.1f ms (target < 50); the first call, which also imports "
+                 "nvidia-ml-py: %.1f ms" % (statistics.median(in_process["samples"]), in_process["first"]))
+    return lines, in_process["samples"]
 
 
 def build_smi_l(workdir):

@@ -71,6 +71,15 @@ options:
     elements: str
     choices: [cuda, nv, amd, cpu]
     default: []
+  visible_per_gpu:
+    description:
+      - Whether to ask, for every GPU and MIG device NVML lists, which devices a CUDA process given that one
+        device alone sees (E(CUDA_VISIBLE_DEVICES) set to its UUID, E(CUDA_DEVICE_ORDER=PCI_BUS_ID), the
+        environment the node role gives each GPU instance); the answers are C(visible.per_gpu).
+      - Where libcuda.so.1 loads, the CUDA driver is asked, one child process per device, without creating a
+        context (a busy GPU is not disturbed); elsewhere the rules answer, as for C(visible).
+    type: bool
+    default: false
   tinygrad_python:
     description:
       - The Python interpreter whose tinygrad to probe, for example the one of exo's virtualenv
@@ -115,6 +124,16 @@ EXAMPLES = r"""
   gpufleet.exo.device_facts:
     tinygrad: false
     timeout: 5
+
+- name: Ask the CUDA driver what a process given each GPU alone sees, as the node role does
+  gpufleet.exo.device_facts:
+    tinygrad: false
+    visible_per_gpu: true
+
+- name: Show each GPU's answer
+  ansible.builtin.debug:
+    msg: "{{ item.cuda_visible_devices }}: {{ item.devices }} ({{ item.source }})"
+  loop: "{{ ansible_facts.device_capabilities.visible.per_gpu }}"
 
 - name: Probe the tinygrad that exo's virtualenv runs
   gpufleet.exo.device_facts:
@@ -490,7 +509,7 @@ ansible_facts:
             cuda_init_error:
               description: How C(cuInit) fails when the list leaves CUDA no GPU; V(null) otherwise.
               type: dict
-              contains:
+              contains: &cuda_init_error
                 code:
                   description: V(100) (no device), V(101) (a device named twice) or, from the driver, any other
                     C(CUresult).
@@ -502,6 +521,34 @@ ansible_facts:
                 reason:
                   description: Why, in words.
                   type: str
+            per_gpu:
+              description: With O(visible_per_gpu), what a CUDA process given one GPU or MIG device alone by its
+                UUID sees, one entry per device (GPUs in NVML order, then MIG devices); the node role refuses an
+                instance whose environment shows anything but its own device.
+              type: list
+              elements: dict
+              returned: when O(visible_per_gpu) is true
+              contains:
+                cuda_visible_devices:
+                  description: The E(CUDA_VISIBLE_DEVICES) asked about, the device's UUID.
+                  type: str
+                device_order:
+                  description: The E(CUDA_DEVICE_ORDER) asked about, always V(PCI_BUS_ID).
+                  type: str
+                source:
+                  description: V(driver) (the CUDA driver answered) or V(rules), as C(visible.source).
+                  type: str
+                devices:
+                  description: The UUIDs (a MIG device's own) of the devices seen, in CUDA order.
+                  type: list
+                  elements: str
+                cuda_init_error:
+                  description: How C(cuInit) fails with this environment; V(null) when it does not.
+                  type: dict
+                  contains: *cuda_init_error
+                rules_agree:
+                  description: Whether the rules read the same as the driver; V(null) without the driver's answer.
+                  type: bool
         pci:
           description: Display-class PCI devices (0300, 0302, 0380) of NVIDIA, AMD and Intel, from sysfs.
           type: list
@@ -761,8 +808,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe import gather
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe._cache import DIRECTORY as CACHE_DIRECTORY
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe import CACHE_DIRECTORY, gather
 
 
 def main():
@@ -772,6 +818,7 @@ def main():
             tinygrad=dict(type="bool", default=True),
             tinygrad_cache=dict(type="bool", default=True),
             backends=dict(type="list", elements="str", choices=["cuda", "nv", "amd", "cpu"], default=[]),
+            visible_per_gpu=dict(type="bool", default=False),
             tinygrad_python=dict(type="path"),
             rootfs=dict(type="path", default="/"),
         ),
@@ -785,7 +832,8 @@ def main():
                          % params["rootfs"])
     facts = gather(rootfs=params["rootfs"], timeout=params["timeout"], tinygrad=params["tinygrad"],
                    tinygrad_python=params["tinygrad_python"], backends=params["backends"],
-                   tinygrad_cache=CACHE_DIRECTORY if params["tinygrad_cache"] else None)
+                   tinygrad_cache=CACHE_DIRECTORY if params["tinygrad_cache"] else None,
+                   visible_per_gpu=params["visible_per_gpu"])
     module.exit_json(changed=False, ansible_facts={"device_capabilities": facts})
 
 

@@ -16,13 +16,19 @@ AnsiballZ ships the package as sources, compiled on every run: the modules only 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import importlib
 import os
 import sys
 import time
 
-from . import _busy as busy, _cache as cache, _deadline as deadline, _host as host, _visible as visible, conclusions, pci
+from . import _busy as busy, _deadline as deadline, _host as host, _visible as visible, conclusions, pci
 
 SCHEMA_VERSION = 1
+# Where root keeps the tinygrad stage's answers (_cache.py, imported only where the stage is asked for).
+CACHE_DIRECTORY = "/run/gpufleet-exo/tinygrad"
+# The tinygrad section where no stage answered: every key, no value.
+TINYGRAD_UNKNOWN = {"installed": None, "version": None, "python": None, "backend": None, "reason": None,
+                    "select_env": None, "visible_devices_env": None, "guards": []}
 
 
 def _timed(timings, name, func, *args):
@@ -92,6 +98,8 @@ def _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visib
 
 def _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_gpus, errors):
     """The tinygrad section from the stages' outcomes; stage failures go to ``errors``."""
+    if not tinygrad and not backends:
+        return dict(TINYGRAD_UNKNOWN, guards=[], reason="not probed (tinygrad: false)")
     from . import _tinygrad as tinygrad_probe
     dummy, skipped_checks, check_gpus = planned
     if tinygrad:
@@ -118,6 +126,17 @@ def _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_
                 section["backends"][name] = tinygrad_probe.check_entry(
                     None, check_gpus[name], {"type": outcome.kind, "message": outcome.message})
     return section
+
+
+def import_nvml_shaping():
+    """Import what shapes NVML's answer (_nvml, health) in this process, before the NVML child is forked.
+
+    This process needs them wherever NVML lists GPUs (an NVIDIA GPU on the bus, the nvidia kernel module
+    loaded): imported (under AnsiballZ, compiled) once here, the child inherits them instead of
+    compiling them again.
+    """
+    importlib.import_module(__name__ + "._nvml")
+    importlib.import_module(__name__ + ".health")
 
 
 def _nvml_query():
@@ -147,7 +166,7 @@ class _Cache:
     def load(self, timings, pci_devices, nvml_facts=None, gpus=()):
         if self.directory is None:
             return None
-        from . import _tinygrad as tinygrad_probe
+        from . import _cache as cache, _tinygrad as tinygrad_probe
         started = time.monotonic()
         self.key = cache.inputs(script=tinygrad_probe.script(), python=self.python, pci_devices=pci_devices,
                                 nvml_facts=nvml_facts, gpus=gpus, **self.inputs)
@@ -161,12 +180,39 @@ class _Cache:
             return
         install = next((outcomes[name].value.get("install") for name in names), None)
         if install is not None:
+            from . import _cache as cache
             cache.save(self.directory, self.key, install, section)
 
 
+def _per_gpu_stages(gpus, environ, driver):
+    """{stage: Stage}: the CUDA driver asked once per GPU and MIG device alone, where it answered at all."""
+    if not driver or driver["status"] not in ("ok", "init_error"):
+        return {}
+    from . import _tinygrad as tinygrad_probe
+    return dict(("cuda_gpu%d" % position, deadline.Stage(
+        argv=tinygrad_probe.stage_argv(sys.executable, "cuda"),
+        env=dict(environ, CUDA_VISIBLE_DEVICES=value, CUDA_DEVICE_ORDER=visible.PER_GPU_ORDER)))
+        for position, value in enumerate(visible.per_gpu_values(gpus)))
+
+
+def _per_gpu_section(gpus, driver, outcomes, errors):
+    """``visible.per_gpu``: each GPU's and MIG device's environment as the driver (or, without it, the rules) reads it."""
+    entries = []
+    for position, value in enumerate(visible.per_gpu_values(gpus)):
+        outcome = outcomes.get("cuda_gpu%d" % position)
+        if outcome is not None and not outcome.ok:
+            errors.append(_stage_error("cuda_gpu%d" % position, outcome))
+        answer = _driver_answer(outcome) if outcome is not None else driver
+        entries.append(visible.per_gpu_entry(visible.resolve(gpus, value, visible.PER_GPU_ORDER, answer)))
+    return entries
+
+
 def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, environ=None, backends=(),
-           tinygrad_cache=cache.DIRECTORY):
-    """The facts. ``tinygrad_cache``: the directory of the tinygrad stage's answers (None: none kept)."""
+           tinygrad_cache=CACHE_DIRECTORY, visible_per_gpu=False):
+    """The facts. ``tinygrad_cache``: the directory of the tinygrad stage's answers (None: none kept).
+
+    ``visible_per_gpu``: also ask which devices a process given each GPU (and MIG device) alone sees.
+    """
     environ = os.environ if environ is None else environ
     timings = {}
     errors = []
@@ -184,6 +230,8 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
     # Where an NVIDIA GPU is on the bus, tinygrad waits for NVML, which says whether the GPU is
     # busy (_busy.py); elsewhere there is nothing to wait for.
     nvidia_first = any(device["vendor"] == "nvidia" for device in pci_devices)
+    if nvidia_first and pci.loaded_modules(rootfs, ("nvidia",)):
+        import_nvml_shaping()
     asked = bool(tinygrad or backends)
     kept = _Cache(tinygrad_cache if asked else None, python, dict(
         rootfs=rootfs, environ=environ, backends=backends, tinygrad=tinygrad))
@@ -214,15 +262,20 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         gpus = [nvml.shape(raw, pci_devices) for raw in raw_gpus]
     if "cuda" in outcomes and not outcomes["cuda"].ok:
         errors.append(_stage_error("cuda", outcomes["cuda"]))
-    visible_facts = visible.resolve(gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"),
-                                    _driver_answer(outcomes.get("cuda")))
+    driver = _driver_answer(outcomes.get("cuda"))
+    visible_facts = visible.resolve(gpus, environ.get("CUDA_VISIBLE_DEVICES"), environ.get("CUDA_DEVICE_ORDER"), driver)
     busy_gpus = busy.busy_gpus(gpus) if nvml_facts["status"] == "ok" else []
+    later = _per_gpu_stages(gpus, environ, driver) if visible_per_gpu else {}
     if nvidia_first and asked:
         entry = kept.load(timings, pci_devices, nvml_facts, gpus)
         if entry is None:
             planned = _tinygrad_stages(python, environ, tinygrad, backends, busy_gpus, gpus, visible_facts)
-            left = max(timeout - (time.monotonic() - started), 0.0)
-            outcomes.update(deadline.run_stages(planned[0], left, state_dir))
+            later.update(planned[0])
+    if later:
+        left = max(timeout - (time.monotonic() - started), 0.0)
+        outcomes.update(deadline.run_stages(later, left, state_dir))
+    if visible_per_gpu:
+        visible_facts["per_gpu"] = _per_gpu_section(gpus, driver, outcomes, errors)
     for name, outcome in outcomes.items():
         timings[name] = round(outcome.elapsed_ms, 1)
 
@@ -242,7 +295,10 @@ def gather(rootfs="/", timeout=10.0, tinygrad=True, tinygrad_python=None, enviro
         tinygrad_facts = _tinygrad_section(tinygrad, backends, planned, outcomes, nvidia_first, busy_gpus, errors)
         tinygrad_facts["python"] = python
         kept.save(outcomes, list(planned[0]), tinygrad_facts)
-    tinygrad_facts.update(cached=entry is not None, cached_since=cache.since_text(entry["since"]) if entry else None)
+    tinygrad_facts.update(cached=entry is not None, cached_since=None)
+    if entry is not None:
+        from . import _cache as cache
+        tinygrad_facts["cached_since"] = cache.since_text(entry["since"])
 
     chosen, fallback_reason = conclusions.backend(pci_devices, nvml_facts, gpus, visible_facts, amd_gpus,
                                                   tinygrad_facts)

@@ -12,7 +12,7 @@ the variables in SESSION_ENV), the backends asked for and the user. tinygrad's o
 covered by the directories the child imports from: the child records their modification times
 (``install``), and installing, upgrading or removing a package in one changes its time.
 
-Only root's answers are kept, in a directory only root can write (DIRECTORY: a tmpfs, emptied at
+Only root's answers are kept, in a directory only root can write (the package's CACHE_DIRECTORY: a tmpfs, emptied at
 reboot); a directory or file that another user could have written is ignored, never trusted.
 """
 from __future__ import absolute_import, division, print_function
@@ -25,8 +25,6 @@ import stat
 import time
 
 from . import _sysfs as sysfs
-
-DIRECTORY = "/run/gpufleet-exo/tinygrad"
 # Bumped when the cached section's shape changes, so that an older collection's entries are not read.
 FORMAT = 1
 

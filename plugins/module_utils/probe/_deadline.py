@@ -83,6 +83,9 @@ def _start(stage):
         data = json.dumps(payload).encode("utf-8")
         while data:
             data = data[os.write(write_fd, data):]
+        # The answer is complete: the parent has it now, not once the exit has released every file
+        # and mapping (a driver's file may take long to release).
+        os.close(write_fd)
     finally:
         os._exit(0)
 
@@ -98,6 +101,16 @@ def _describe_exit(status):
     return "error", "stage process exited with status %d and no result" % os.WEXITSTATUS(status)
 
 
+# Children that gave their answer and were still exiting: reaped at the next run, never waited for.
+_EXITING = []
+
+
+def _reap_exiting():
+    for pid in list(_EXITING):
+        if _reap(pid, patience=0) is not None:
+            _EXITING.remove(pid)
+
+
 def _reap(pid, patience=0.2):
     """Collect a finished child's exit status without ever blocking for long."""
     end = time.monotonic() + patience
@@ -110,7 +123,8 @@ def _reap(pid, patience=0.2):
             return status
         if time.monotonic() >= end:
             return None
-        time.sleep(0.005)
+        # The pipe's end comes a moment before the exit status: a short wait, not a scheduler tick.
+        time.sleep(0.0005)
 
 
 def _finish(stage, raw, status, elapsed_ms):
@@ -178,6 +192,7 @@ def run_stages(stages, timeout, state_dir=None):
     """
     started = time.monotonic()
     deadline = started + timeout
+    _reap_exiting()
     running = {}  # read fd -> (name, pid, chunks)
     outcomes = {}
     for name, stage in stages.items():
@@ -209,7 +224,12 @@ def run_stages(stages, timeout, state_dir=None):
             os.close(fd)
             del running[fd]
             elapsed = (time.monotonic() - started) * 1000.0
-            outcomes[name] = _finish(stages[name], b"".join(chunks), _reap(pid), elapsed)
+            raw = b"".join(chunks)
+            # With an answer the exit status says nothing more: the child is reaped if it is gone already.
+            status = _reap(pid, patience=0 if raw else 0.2)
+            if status is None and raw:
+                _EXITING.append(pid)
+            outcomes[name] = _finish(stages[name], raw, status, elapsed)
 
     for fd, (name, pid, _chunks) in running.items():
         # Kill the whole session: a command stage may have children of its own.

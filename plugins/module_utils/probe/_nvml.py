@@ -8,7 +8,8 @@ into the published facts in the parent, where nothing can hang.
 
 AnsiballZ ships the collection as sources, compiled on every import: the modules only a GPU needs
 (the chip table, health, busy) are imported where there is one, so that the child on a host
-without NVIDIA's library returns before compiling them.
+without NVIDIA's library returns before compiling them. Where the nvidia kernel module is loaded,
+the parent imports this module and health before forking the child (probe.import_nvml_shaping).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

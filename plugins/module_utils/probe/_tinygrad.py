@@ -129,5 +129,5 @@ def skipped_entry(gpu, reason):
 
 
 def _failed(python, reason):
-    return {"installed": None, "version": None, "python": python, "backend": None, "reason": reason,
-            "select_env": None, "visible_devices_env": None, "guards": []}
+    from . import TINYGRAD_UNKNOWN
+    return dict(TINYGRAD_UNKNOWN, python=python, reason=reason, guards=[])

@@ -208,3 +208,20 @@ def resolve(gpus, cuda_visible_devices=None, device_order=None, driver=None):
         # The rules' invalid entry and reason explain a reading the driver did not make.
         facts.update(answered, invalid_entry=None, rules_reading=rules_reading)
     return facts
+
+
+# The device order of the environments per_gpu() resolves: the node role's, for every GPU instance.
+PER_GPU_ORDER = "PCI_BUS_ID"
+
+
+def per_gpu_values(gpus):
+    """The CUDA_VISIBLE_DEVICES of a process given one GPU or MIG device alone, by UUID, as the node role
+    gives each instance its own: every GPU, then every MIG device."""
+    return [(mig or gpu).get("uuid") for gpu, mig in _devices(gpus) if (mig or gpu).get("uuid")]
+
+
+def per_gpu_entry(section):
+    """One entry of ``visible.per_gpu``: what a resolve() section says such a process sees."""
+    return {"cuda_visible_devices": section["cuda_visible_devices"], "device_order": section["device_order"],
+            "source": section["source"], "devices": _reading(section)["devices"],
+            "cuda_init_error": section["cuda_init_error"], "rules_agree": section["rules_agree"]}

@@ -74,7 +74,7 @@ OUTPUTS = ("exo_driver_decision", "exo_driver_plan", "exo_driver_result", "exo_d
 # The options of gpufleet.exo.device_facts that exo_driver_probe_options may set, by kind
 # (the module's DOCUMENTATION; the unit tests compare the two).
 PROBE_OPTIONS = {"timeout": "float", "tinygrad": "bool", "tinygrad_cache": "bool", "tinygrad_python": "path",
-                 "rootfs": "path", "backends": "list"}
+                 "rootfs": "path", "backends": "list", "visible_per_gpu": "bool"}
 
 FACTS_HINT = ("gather them again with gpufleet.exo.device_facts from this collection "
               "(exo_driver_probe: always makes the role run it)")

@@ -174,3 +174,46 @@ def instance_name(entry):
     """An instance's name from the path of its env file (<instances dir>/<name>.env), or the name itself."""
     name = os.path.basename(str(entry))
     return name[:-len(".env")] if name.endswith(".env") else name
+
+
+def _seen(entry):
+    """What a visible.per_gpu entry says the process sees, in words."""
+    if entry["cuda_init_error"]:
+        return "no GPU (%s)" % entry["cuda_init_error"]["reason"]
+    return ", ".join(entry["devices"]) if entry["devices"] else "no GPU"
+
+
+def visibility_errors(host, facts, instances):
+    """(errors, warnings): each GPU instance must see exactly its own device under its environment.
+
+    The probe's visible.per_gpu (device_facts' visible_per_gpu) says what a process given each device
+    alone sees: the CUDA driver's answer where it loads, the rules' elsewhere. An instance whose
+    environment the facts did not resolve is a warning, not a guess.
+    """
+    entries = (facts.get("visible") or {}).get("per_gpu")
+    errors, warnings, unchecked = [], [], []
+    for instance in instances:
+        if instance["kind"] == "cpu":
+            continue
+        env = instance["env"]
+        value, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")
+        entry = next((e for e in entries or () if (e["cuda_visible_devices"], e["device_order"]) == (value, order)), None)
+        if entry is None:
+            unchecked.append(instance["name"])
+            continue
+        intended = instance["mig_uuid"] or instance["gpu_uuid"]
+        if entry["cuda_init_error"] or entry["devices"] != [intended]:
+            errors.append("host %s: instance %s would not run on its own GPU: under CUDA_VISIBLE_DEVICES=%s "
+                          "CUDA_DEVICE_ORDER=%s %s sees %s, not %s alone; check the NVIDIA driver (nvidia-smi -L "
+                          "against a CUDA program's device list) and gather the facts again, or leave this GPU out "
+                          "with exo_node_gpus"
+                          % (host, instance["name"], value, order,
+                             "the CUDA driver" if entry["source"] == "driver" else "the rules (no CUDA driver to ask)",
+                             _seen(entry), intended))
+    if unchecked:
+        warnings.append("host %s: the environment of instance%s %s was not checked against the CUDA driver (%s); "
+                        "gather the facts with visible_per_gpu: true" % (
+                            host, "s" if len(unchecked) > 1 else "", ", ".join(unchecked),
+                            "the facts were gathered without visible_per_gpu" if entries is None
+                            else "the facts hold no answer for that environment"))
+    return errors, warnings

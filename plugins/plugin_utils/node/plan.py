@@ -17,7 +17,8 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_r
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import address_error
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import check_facts, mig_minors, to_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import instance_name, port_errors, removals, render
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import (
+    instance_name, port_errors, removals, render, visibility_errors)
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, settings
 
 
@@ -90,8 +91,9 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
                           proxy_base=s["exo_node_api_proxy_port"] if s["exo_node_api_proxy"] else None)
     if not preview:
         backend_errors, backend_warnings = backend_refusals.refusals(host, facts, s, instances)
-        errors += backend_errors
-        warnings += backend_warnings
+        visible_errors, visible_warnings = visibility_errors(host, facts, instances)
+        errors += backend_errors + visible_errors
+        warnings += backend_warnings + visible_warnings
     removed, removal_errors = removals(host, facts, nvml_ok, instances, skipped, existing, s["exo_node_allow_removal"])
     result.update(instances=instances, skipped=skipped, errors=errors + removal_errors, warnings=warnings,
                   removed=removed,

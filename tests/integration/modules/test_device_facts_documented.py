@@ -77,9 +77,14 @@ def extra_hosts(tmp):
     # A CUDA driver (simulated) that reads an upper-case UUID as the GPU's, where the rules read nothing: the
     # facts follow the driver and say what the rules read (rules_reading).
     upper = "GPU-" + simhosts.uuid(0)[4:].upper()
-    table = simcuda.write_config(str(tmp / "cuda.conf"), [simcuda.answer(upper, None, 0, [(simhosts.uuid(0), simhosts.bus(0))])])
-    return [(root, gpus, {"CUDA_VISIBLE_DEVICES": ""}),
-            (root, gpus, dict(simcuda.environment(simcuda.build(), table), CUDA_VISIBLE_DEVICES=upper))]
+    # With visible_per_gpu: the driver sees GPU 0 alone under its instance's environment, and refuses GPU 1's
+    # (an environment the simulation has no answer for).
+    table = simcuda.write_config(str(tmp / "cuda.conf"), [
+        simcuda.answer(upper, None, 0, [(simhosts.uuid(0), simhosts.bus(0))]),
+        simcuda.answer(simhosts.uuid(0), "PCI_BUS_ID", 0, [(simhosts.uuid(0), simhosts.bus(0))])])
+    return [(root, gpus, {"CUDA_VISIBLE_DEVICES": ""}, {}),
+            (root, gpus, dict(simcuda.environment(simcuda.build(), table), CUDA_VISIBLE_DEVICES=upper),
+             {"visible_per_gpu": True})]
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +94,11 @@ def facts(tmp_path_factory, nvml_lib):
     for name, (gpus, config) in simhosts.HOSTS.items():
         env, root = simhosts.write(str(tmp), name, nvml_lib, gpus, config)
         runs.append(run_module(tmp, dict(ARGS, rootfs=root, tinygrad=False), env))
-    for root, gpus, env in extra_hosts(tmp):
+    for root, gpus, env, args in extra_hosts(tmp):
         nvml_env = simnvml.environment(nvml_lib, simnvml.write_config(str(tmp / "extra.conf"), gpus))
         nvml_env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [nvml_env["LD_LIBRARY_PATH"], env.get("LD_LIBRARY_PATH")]))
         env.update(nvml_env)
-        runs.append(run_module(tmp, dict(ARGS, rootfs=root, tinygrad=False), env))
+        runs.append(run_module(tmp, dict(ARGS, rootfs=root, tinygrad=False, **args), env))
     # tinygrad's stage as it runs here, with this interpreter's tinygrad, and every backend's check.
     env, root = simhosts.write(str(tmp), "backends", nvml_lib, *simhosts.HOSTS["one"])
     runs.append(run_module(tmp, dict(ARGS, rootfs=root, backends=["cuda", "nv", "amd", "cpu"]), env))

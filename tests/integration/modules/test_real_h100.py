@@ -34,7 +34,7 @@ from ansible_collections.gpufleet.exo.plugins.module_utils.probe import conclusi
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _visible as visible
-from tests.helpers import NODE_SETTINGS, REAL_H100, run_module
+from tests.helpers import NODE_SETTINGS, REAL_H100, REPO, run_module
 from tests.simulated import cuda as simcuda
 from tests.simulated import hosts as simhosts
 
@@ -149,13 +149,15 @@ def test_the_node_planner_refuses_such_facts_and_says_what_to_do(named_twice):
 
 # ---- with the CUDA driver to ask: the simulated libcuda.so.1 answering what the real driver answered ----
 
-def probe_with_driver(tmp_path, nvml_lib, answers, visible_devices):
+def probe_with_driver(tmp_path, nvml_lib, answers, visible_devices, **args):
     table = simcuda.write_config(str(tmp_path / "cuda.conf"), answers)
     env = simcuda.environment(simcuda.build(), table)
     environ, root = simhosts.write(str(tmp_path), "real_h100", nvml_lib)
     env["LD_LIBRARY_PATH"] = os.pathsep.join([environ["LD_LIBRARY_PATH"], env["LD_LIBRARY_PATH"]])
-    environ.update(env, CUDA_VISIBLE_DEVICES=visible_devices)
-    run = run_module(tmp_path, {"tinygrad": False, "rootfs": root, "timeout": 30}, environ)
+    environ.update(env)
+    if visible_devices is not None:
+        environ["CUDA_VISIBLE_DEVICES"] = visible_devices
+    run = run_module(tmp_path, dict({"tinygrad": False, "rootfs": root, "timeout": 30}, **args), environ)
     assert run.facts is not None, run.result
     return run.facts
 
@@ -176,3 +178,47 @@ def test_where_the_driver_reads_otherwise_the_backend_follows_it(tmp_path, nvml_
     assert facts["visible"]["source"] == "driver" and facts["visible"]["rules_agree"] is False
     assert [d["uuid"] for d in facts["visible"]["devices"]] == [simhosts.REAL_H100_UUID]
     assert facts["backend"] == "cuda" and facts["exo"]["memory"] == 81559
+
+
+# ---- each GPU instance's environment, as the driver reads it (visible_per_gpu), and the node planner's check ----
+
+ALL_VISIBLE = simcuda.answer(None, None, 0, [(simhosts.REAL_H100_UUID, simcuda.REAL_H100_BUS_ID)])
+
+
+def test_the_driver_reads_the_gpu_instances_environment_and_the_plan_goes_on(tmp_path, nvml_lib):
+    # The module's own environment (the variables unset) is the simulation's answer; the instance's is recorded:
+    # CUDA_VISIBLE_DEVICES=<the UUID> CUDA_DEVICE_ORDER=PCI_BUS_ID.
+    answers = simcuda.recorded_answers() + [ALL_VISIBLE]
+    facts = probe_with_driver(tmp_path, nvml_lib, answers, None, visible_per_gpu=True)
+    assert facts["visible"]["per_gpu"] == [{
+        "cuda_visible_devices": simhosts.REAL_H100_UUID, "device_order": "PCI_BUS_ID", "source": "driver",
+        "devices": [simhosts.REAL_H100_UUID], "cuda_init_error": None, "rules_agree": True}]
+    assert "cuda_gpu0" in facts["timings_ms"]
+    result = node_plan.plan(facts, dict(NODE_SETTINGS), "h")
+    assert result["errors"] == [] and [i["name"] for i in result["instances"]] == [simhosts.REAL_H100_UUID]
+    assert not [w for w in result["warnings"] if "CUDA driver" in w]
+
+
+def test_a_driver_that_refuses_the_gpu_instances_environment_stops_the_plan(tmp_path, nvml_lib):
+    # The simulation's answers, not recordings: the module's own environment sees the GPU; the instance's
+    # (the UUID, in PCI order) makes cuInit fail.
+    answers = [ALL_VISIBLE, simcuda.answer(simhosts.REAL_H100_UUID, "PCI_BUS_ID", 101)]
+    facts = probe_with_driver(tmp_path, nvml_lib, answers, None, visible_per_gpu=True)
+    assert facts["visible"]["devices"][0]["uuid"] == simhosts.REAL_H100_UUID
+    entry = facts["visible"]["per_gpu"][0]
+    assert entry["devices"] == [] and entry["cuda_init_error"]["code"] == 101 and entry["rules_agree"] is False
+    errors = node_plan.plan(facts, dict(NODE_SETTINGS), "h")["errors"]
+    assert errors == ["host h: instance %s would not run on its own GPU: under CUDA_VISIBLE_DEVICES=%s "
+                      "CUDA_DEVICE_ORDER=PCI_BUS_ID the CUDA driver sees no GPU (%s), not %s alone; check the NVIDIA "
+                      "driver (nvidia-smi -L against a CUDA program's device list) and gather the facts again, or "
+                      "leave this GPU out with exo_node_gpus" % (
+                          simhosts.REAL_H100_UUID, simhosts.REAL_H100_UUID, entry["cuda_init_error"]["reason"],
+                          simhosts.REAL_H100_UUID)]
+    # docs/node.md shows this very message.
+    with open(os.path.join(REPO, "docs", "node.md")) as handle:
+        assert "\n%s\n" % errors[0].replace("host h:", "host gpu1:", 1) in handle.read()
+
+
+def test_without_the_option_no_driver_is_asked_per_gpu(tmp_path, nvml_lib):
+    facts = probe_with_driver(tmp_path, nvml_lib, [ALL_VISIBLE], None)
+    assert "per_gpu" not in facts["visible"] and not [s for s in facts["timings_ms"] if s.startswith("cuda_gpu")]

@@ -44,3 +44,24 @@ def test_the_roles_page_names_every_variable(role):
     with open(os.path.join(REPO, "docs", role + ".md")) as handle:
         text = handle.read()
     assert sorted(name for name in options(role) if "`%s`" % name not in text) == []
+
+
+def _module_options():
+    from ansible_collections.gpufleet.exo.plugins.modules import device_facts
+    return sorted(yaml.safe_load(device_facts.DOCUMENTATION)["options"])
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_the_probe_options_description_names_every_option_of_device_facts(role):
+    # Each option either may be given in *_probe_options or is named as the role's own.
+    text = " ".join(options(role)["exo_%s_probe_options" % role]["description"])
+    assert [name for name in _module_options() if "C(%s)" % name not in text] == []
+
+
+def test_the_node_role_passes_every_probe_option_it_documents_on():
+    with open(os.path.join(REPO, "roles", "node", "tasks", "facts.yml")) as handle:
+        task = next(t for t in yaml.safe_load(handle) if "gpufleet.exo.device_facts" in t)["gpufleet.exo.device_facts"]
+    given = first = options("node")["exo_node_probe_options"]["description"][0]
+    passed = sorted(name for name in task if "exo_node_probe_options['%s']" % name in str(task[name]))
+    assert passed == sorted(name for name in _module_options() if "C(%s)" % name in given), first
+    assert sorted(task) == _module_options()

@@ -118,3 +118,16 @@ def test_a_child_that_outlives_its_kill_is_recorded(tmp_path, monkeypatch):
     assert oct((tmp_path / "state").stat().st_mode & 0o777) == "0o700"
     os.kill(record["pid"], signal.SIGKILL)
     os.waitpid(record["pid"], 0)
+
+
+def test_children_that_answered_are_reaped_without_a_wait():
+    # The parent takes a child's answer when its pipe closes and reaps the child if it is gone already;
+    # one still exiting is reaped by a later run, so none is left a zombie.
+    pids = [run_stages({"s": Stage(func=os.getpid)}, 10)["s"].value for dummy in range(5)]
+    end = time.monotonic() + 10
+    while _deadline._EXITING and time.monotonic() < end:
+        run_stages({}, 0)
+        time.sleep(0.01)
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
