@@ -234,7 +234,9 @@ def test_simulated_rocky9_plan(planned):
     assert plan["distribution"] == "Rocky 9"
     assert plan["module_stream"] == "nvidia-driver:580-dkms"
     assert plan["kernel_packages"] == ["kmod-nvidia-latest-dkms", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64"]
-    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced"]
+    # the versionlock plugin holds them at their version after the install
+    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "python3-dnf-plugin-versionlock"]
+    assert plan["hold_mechanism"] == "dnf versionlock"
     epel, cuda = plan["repositories"]
     assert epel == {"kind": "epel", "package": "epel-release", "needed": True,
                     "key": "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9",
