@@ -251,7 +251,7 @@ def test_simulated_rhel9_open_full_plan_on_arm(planned):
     plan = planned["rhel9_open_full"]["plan"]
     assert plan["module_stream"] == "nvidia-driver:580-open"
     assert plan["kernel_packages"] == ["kmod-nvidia-open-dkms", "kernel-devel-5.14.0-570.12.1.el9_6.x86_64"]
-    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open"]
+    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open", "python3-dnf-plugin-versionlock"]
     epel, cuda = plan["repositories"]
     assert epel["package"] == "https://dl.fedoraproject.org/pub/epel/epel-release-latest-9.noarch.rpm"
     assert cuda["baseurl"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/sbsa"

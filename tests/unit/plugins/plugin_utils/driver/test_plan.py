@@ -513,11 +513,14 @@ BOOKWORM = dict(libnvidia_ml1="535.309.01-0+deb12u1", libcuda1="535.309.01-0+deb
                 firmware_nvidia_gsp="535.309.01-0+deb12u1", nvidia_persistenced="535.171.04-1~deb12u1",
                 nvidia_support="20220217+3~deb12u1", nvidia_kernel_common="20220217+3~deb12u1", vim="2:9.0.1378-2",
                 nvidia_cuda_toolkit="12.4.131~12.4.1-1")
+# The same host where the kernel module's package stayed at the point release before.
+BOOKWORM_BEHIND = dict(BOOKWORM)
+BOOKWORM_BEHIND["nvidia_kernel_dkms"] = "535.261.03-1"
 VERSION_CASES = [
     # (case, distribution, packages, versions found, advice contains)
     ("one version", DEBIAN_12, dpkg(**BOOKWORM), {"535.309.01": ["firmware-nvidia-gsp", "libcuda1", "libnvidia-ml1",
                                                                  "nvidia-kernel-dkms", "nvidia-smi"]}, None),
-    ("library upgraded, kernel module not", DEBIAN_12, dpkg(**dict(BOOKWORM, nvidia_kernel_dkms="535.261.03-1")),
+    ("library upgraded, kernel module not", DEBIAN_12, dpkg(**BOOKWORM_BEHIND),
      {"535.309.01": ["firmware-nvidia-gsp", "libcuda1", "libnvidia-ml1", "nvidia-smi"],
       "535.261.03": ["nvidia-kernel-dkms"]},
      "the driver's packages carry 2 versions: 535.261.03 (nvidia-kernel-dkms 535.261.03-1); 535.309.01 ("
@@ -542,8 +545,8 @@ VERSION_CASES = [
 
 @pytest.mark.parametrize("case, distribution, packages, versions, advice", VERSION_CASES,
                          ids=[case[0] for case in VERSION_CASES])
-def test_the_driver_packages_carry_one_version_or_the_role_says_what_to_do(probed, case, distribution, packages,
-                                                                         versions, advice):
+def test_the_driver_packages_carry_one_version_or_the_role_says_what_to_do(
+        probed, case, distribution, packages, versions, advice):
     facts = dict(host_facts(probed["healthy"], distribution), packages=packages)
     result = driver_plan.plan(facts, dict(ROLE_DEFAULTS), "gpu7", "ssh")
     found = result["versions"]
@@ -578,8 +581,8 @@ HOLD_CASES = [
 
 @pytest.mark.parametrize("case, distribution, settings, packages, versionlock, hold, lock", HOLD_CASES,
                          ids=[case[0] for case in HOLD_CASES])
-def test_every_driver_package_installed_is_held(probed, case, distribution, settings, packages, versionlock, hold,
-                                               lock):
+def test_every_driver_package_installed_is_held(
+        probed, case, distribution, settings, packages, versionlock, hold, lock):
     policy = ok(probed["no_driver"], distribution, **settings)
     found = driver_plan.outcome(policy, packages=packages, versionlock=versionlock)
     assert found["hold"] == hold
