@@ -60,10 +60,14 @@ run_molecule() {
   # shellcheck source=tests/containers/env.sh
   . tests/containers/env.sh
   tests/containers/image.sh debian12
+  # The driver's default scenario installs Debian 12's and Debian 13's real packages.
+  tests/containers/image.sh debian13
   (cd roles/driver && molecule test)
   (cd roles/node && molecule test)
   tests/containers/image.sh debian12-exo && (cd roles/node && molecule test -s cluster)
-  # Real inference: the serve scenario loads a 2.5 GB model per host, after cluster is gone.
+  # Real inference: the serve scenario loads a 2.5 GB model per host, after cluster is gone; its
+  # second host is Debian 13 with CPython 3.12 given as exo_node_python.
+  tests/containers/image.sh debian13-exo
   (cd roles/node && molecule test -s serve)
 }
 

@@ -14,9 +14,10 @@ def driver_plan(facts, settings, host, connection=None):
 
 
 def driver_outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None,
-                   verified=None):
+                   verified=None, packages=None, versionlock=None):
     return planner.outcome(policy, selections=selections, module_list=module_list, sb_state=sb_state,
-                           sb_efivar=sb_efivar, modprobe=modprobe, verified=verified)
+                           sb_efivar=sb_efivar, modprobe=modprobe, verified=verified, packages=packages,
+                           versionlock=versionlock)
 
 
 class FilterModule(object):

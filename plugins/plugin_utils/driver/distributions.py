@@ -14,6 +14,14 @@ __metaclass__ = type
 # The same path on every distribution the role installs on.
 APT_SOURCES_FILE = "/etc/apt/sources.list.d/gpufleet-exo-nvidia.sources"
 
+# How apt-based families hold packages (dpkg selections) and how a person moves a package to a version.
+APT_HOLD = {
+    "mechanism": "dpkg hold",
+    "tool_packages": [],
+    "pin": "%(package)s=%(version)s-*",
+    "align": "apt-get install --allow-change-held-packages %(pins)s",
+}
+
 # Debian: the driver comes from Debian's own contrib/non-free archive. Each release packages one
 # current branch under plain names (nvidia-driver, libnvidia-ml1, ...) and older datacenter branches
 # under nvidia-tesla-<branch>-* names. kernel_open is None where Debian packages no open modules.
@@ -55,6 +63,17 @@ DEBIAN = {
     "persistenced_service": "nvidia-persistenced",
     # Debian's archive packages no fabric manager (NVSwitch systems need NVIDIA's CUDA repository).
     "fabric_manager": None,
+    # The driver's packages as dpkg names them (the role holds every one installed); those of own_version
+    # come from other Debian sources (nvidia-persistenced, nvidia-modprobe, nvidia-support, ...) with their
+    # own versions, so only the others must carry the driver's one version.
+    "driver_packages": {
+        "names": r"^(?!nvidia-(cuda|container|cudnn|vaapi)|libnvidia-container)(nvidia-.+|libnvidia-.+|libcuda1|"
+                 r"firmware-nvidia-gsp|libnvcuvid1|libnvoptix1|libgl1-nvidia-.+|libglx-nvidia0|libegl-nvidia0|"
+                 r"libgles-nvidia.+|xserver-xorg-video-nvidia)$",
+        "own_version": r"^(nvidia-(persistenced|modprobe|settings|support|kernel-common|xconfig|installer-cleanup|"
+                       r"detect|egl-.+)|libnvidia-egl-.+)$",
+    },
+    "hold": APT_HOLD,
 }
 
 # The datacenter production branches whose server packages Canonical and NVIDIA's CUDA repository
@@ -111,6 +130,13 @@ UBUNTU = {
     # Canonical's restricted component, one package per branch; apt takes the version with a wildcard
     # for the Debian revision.
     "fabric_manager": {"package": "nvidia-fabricmanager-%(branch)s", "install": "%(package)s=%(version)s-*"},
+    # Canonical's prebuilt modules are versioned by the kernel they are built for.
+    "driver_packages": {
+        "names": r"^(?!nvidia-(cuda|container|cudnn|prime|settings)|libnvidia-container)(nvidia-.+|libnvidia-.+|"
+                 r"linux-(modules|objects|signatures)-nvidia-.+|xserver-xorg-video-nvidia-.+)$",
+        "own_version": r"^(linux-(modules|objects|signatures)-nvidia-.+|nvidia-modprobe)$",
+    },
+    "hold": APT_HOLD,
 }
 
 # RHEL, Rocky Linux, AlmaLinux and CentOS Stream 9: NVIDIA's CUDA repository, with the branch
@@ -169,6 +195,19 @@ REDHAT = {
     "persistenced_service": "nvidia-persistenced",
     # The CUDA repository's package, one name for every branch; dnf takes name-version.
     "fabric_manager": {"package": "nvidia-fabric-manager", "install": "%(package)s-%(version)s"},
+    # Every driver package of NVIDIA's CUDA repository carries the driver's version.
+    "driver_packages": {
+        "names": r"^(?!nvidia-container|libnvidia-container)(nvidia-.+|kmod-nvidia-.+|libnvidia-.+)$",
+        "own_version": None,
+    },
+    # The module stream locks the branch; the versionlock plugin of dnf (python3-dnf-plugin-versionlock,
+    # in BaseOS) locks the version inside it.
+    "hold": {
+        "mechanism": "dnf versionlock",
+        "tool_packages": ["python3-dnf-plugin-versionlock"],
+        "pin": "%(package)s-%(version)s",
+        "align": "dnf versionlock delete %(names)s && dnf install %(pins)s && dnf versionlock add %(names)s",
+    },
 }
 
 FAMILIES = (DEBIAN, UBUNTU, REDHAT)

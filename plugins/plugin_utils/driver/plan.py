@@ -69,7 +69,7 @@ def _url(example):
 
 
 # Facts the role publishes under the same prefix: not settings, but found beside them.
-OUTPUTS = ("exo_driver_decision", "exo_driver_plan", "exo_driver_result", "exo_driver_notes",
+OUTPUTS = ("exo_driver_decision", "exo_driver_plan", "exo_driver_result", "exo_driver_notes", "exo_driver_versions",
            "exo_driver_reboot_required", "exo_driver_reboot_reason", "exo_driver_reboot_hosts")
 # The options of gpufleet.exo.device_facts that exo_driver_probe_options may set, by kind
 # (the module's DOCUMENTATION; the unit tests compare the two).
@@ -418,7 +418,7 @@ def _package_check(table, plan, s, facts):
     if epel["needed"]:
         names = {"major": facts["distribution_major_version"], "architecture": facts.get("architecture", "x86_64")}
         repositories.append({"id": "gpufleet-exo-epel", "baseurl": table["epel_baseurl"] % names})
-    extra = s["exo_driver_extra_packages"]
+    extra = s["exo_driver_extra_packages"] + table["hold"]["tool_packages"]
     devel = [name for name in plan["kernel_packages"] if name.startswith("kernel-devel-")]
     return {"repositories": repositories, "stream": plan["module_stream"],
             "stream_packages": [name for name in plan["packages"] if name not in extra]
@@ -471,10 +471,16 @@ def _distribution_plan(host, facts, s, raw, decided, kernel_module, problems):
         "repositories": built["repositories"],
         "kernel_module": built["kernel_module"],
         "kernel_packages": built["kernel_packages"],
-        "packages": built["userspace"] + s["exo_driver_extra_packages"],
+        "packages": built["userspace"] + s["exo_driver_extra_packages"]
+        + (table["hold"]["tool_packages"] if s["exo_driver_hold"] else []),
         "optional_packages": built["optional_packages"],
         "version_match": built["version_match"],
         "hold": built["hold"],
+        # How the role holds them after the install (None: exo_driver_hold is false), and how apt or dnf installs
+        # them: an upgrade moves the packages already there too.
+        "hold_mechanism": table["hold"]["mechanism"] if s["exo_driver_hold"] else None,
+        "install_state": "latest" if decided["action"] == "upgrade" else "present",
+        "family": table["distributions"][0],
         "module_stream": built["module_stream"],
         "persistenced_service": table["persistenced_service"],
         "mok_key": table["mok_key"],
@@ -520,7 +526,7 @@ def plan(facts, raw_settings, host, connection=None):
     result = {"errors": [], "settings": None, "decision": None, "plan": None, "package_check": None,
               "changes_host": False, "kernel_module": None, "reboot_required": False, "reboot_reason": None, "reboot_blocker": None,
               "notes": [], "nvidia_module": None, "persistenced_service": "nvidia-persistenced", "messages": {},
-              "summary": None, "nouveau_conf": NOUVEAU_CONF}
+              "summary": None, "nouveau_conf": NOUVEAU_CONF, "versions": None}
     raw = dict(raw_settings or {})
     values, errors = check_settings(raw)
     errors += check_facts((facts or {}).get("device_capabilities"))
@@ -550,11 +556,17 @@ def plan(facts, raw_settings, host, connection=None):
         if decided["nouveau"] and kernel_module and not values["exo_driver_blacklist_nouveau"]:
             result["notes"].append("nouveau holds %s and exo_driver_blacklist_nouveau is false: the nvidia module "
                                    "cannot take it" % ", ".join(decided["nouveau"]))
+    table = distributions.family(facts.get("distribution"))
+    result["versions"] = driver_versions(facts.get("packages"), table) if table else None
+    if result["versions"] and result["versions"]["mixed"]:
+        result["notes"].append("host %s: %s" % (host, result["versions"]["advice"]))
     result["summary"] = {"action": decided["action"], "why": decided["reason"],
                          "nvml": decided["nvml_status"], "gpus": decided["gpus"],
                          "passthrough (left alone)": decided["passthrough"]}
     if result["plan"]:
         result["summary"]["plan"] = result["plan"]
+    if result["versions"] and result["versions"]["installed"]:
+        result["summary"]["driver packages"] = result["versions"]
     return result
 
 
@@ -567,8 +579,6 @@ NOUVEAU_CONF = "/etc/modprobe.d/gpufleet-exo-nouveau.conf"
 # Where packages and modules go: each must have exo_driver_min_free_mib free.
 SPACE_PATHS = ("/usr", "/var", "/tmp")
 MIB = 1024 * 1024
-# Packages of a driver branch that apt may hold: those of the branch being replaced are released.
-HELD_RE = re.compile(r"^(nvidia|libnvidia|libcuda|linux-modules-nvidia)\S* hold$")
 # Why the kernel module is not loaded after the role ran, by cause (see verify()).
 UNLOADED_WHY = {
     "container": "the nvidia kernel module is not loaded because this host is a %(container)s container: it shares "
@@ -613,10 +623,96 @@ def secure_boot_on(sb_state, efivar):
     return "SecureBoot enabled" in (sb_state or "") or (efivar or "").strip() == "1"
 
 
-def held_to_release(selections, hold):
-    """The held driver packages (dpkg-query lines "name want") of another branch than the plan's hold list."""
+# ---- the driver's packages: one version, held ---------------------------------------------------
+
+def upstream_version(entry):
+    """The driver's version of a package as ansible_facts.packages gives it: no epoch, no packaging revision.
+
+    dpkg's version carries the revision ("535.261.03-1~deb12u1"), rpm's has it apart (release) and the epoch
+    apart too.
+    """
+    version = str(entry.get("version") or "").split(":", 1)[-1]
+    if entry.get("release") is None and "-" in version:
+        version = version.rsplit("-", 1)[0]
+    return version
+
+
+def _version_key(version):
+    return [int(part) if part.isdigit() else part for part in re.split(r"[.+~]", version)]
+
+
+def driver_packages(packages, table):
+    """The driver's packages installed, by name, with the version the facts give ({} without package facts)."""
+    names = re.compile(table["driver_packages"]["names"])
+    return dict((name, entries[0]) for name, entries in sorted((packages or {}).items())
+                if names.match(name) and entries)
+
+
+def driver_versions(packages, table):
+    """Whether the driver's packages installed (ansible_facts.packages, from ansible.builtin.package_facts) carry one
+    version, and what to do when they do not.
+
+    The user-space libraries, the kernel module package, the persistence daemon and the fabric manager come from
+    one upstream release; a host where they differ (an upgrade of some of them, a fabric manager from elsewhere)
+    fails with "Driver/library version mismatch" or CUDA error 802 until they agree. None without package facts.
+    """
+    if packages is None:
+        return None
+    installed = driver_packages(packages, table)
+    own = re.compile(table["driver_packages"]["own_version"] or "^$")
+    by_version = {}
+    for name, entry in installed.items():
+        if not own.match(name):
+            by_version.setdefault(upstream_version(entry), []).append(name)
+    found = {"installed": dict((name, _shown(entry)) for name, entry in installed.items()),
+             "versions": by_version, "mixed": len(by_version) > 1, "advice": None}
+    if found["mixed"]:
+        newest = max(by_version, key=_version_key)
+        behind = sorted(name for version, names in by_version.items() if version != newest for name in names)
+        hold = table["hold"]
+        pins = " ".join(hold["pin"] % {"package": name, "version": newest} for name in behind)
+        found["advice"] = (
+            "the driver's packages carry %d versions: %s. NVML and CUDA fail (Driver/library version mismatch, CUDA "
+            "error 802 with a fabric manager) until they agree. Move them to one version, the newest: `%s`, then "
+            "reboot so that the kernel module loaded is that version too; or run this role with exo_driver_branch "
+            "and exo_driver_allow_upgrade: true to move them to its branch." % (
+                len(by_version), "; ".join("%s (%s)" % (version, ", ".join(
+                    "%s %s" % (name, found["installed"][name]) for name in by_version[version]))
+                    for version in sorted(by_version, key=_version_key)),
+                hold["align"] % {"pins": pins, "names": " ".join(behind)}))
+    return found
+
+
+def _shown(entry):
+    # As the package manager shows it: dpkg's version whole, rpm's version-release.
+    return entry["version"] if entry.get("release") is None else "%s-%s" % (entry["version"], entry["release"])
+
+
+def to_hold(policy, packages):
+    """The packages to hold after an install: those the plan named and every driver package found installed."""
+    install_plan = policy.get("plan") or {}
+    if not install_plan.get("hold_mechanism"):
+        return []
+    table = distributions.family(install_plan["family"])
+    named = install_plan["hold"]
+    return named + [name for name in driver_packages(packages, table) if name not in named]
+
+
+def held_to_release(selections, policy):
+    """The held driver packages (dpkg-query lines "name want"): an upgrade releases them all, moves them together
+    and holds them again."""
+    names = re.compile(distributions.family(policy["plan"]["family"])["driver_packages"]["names"])
     return [line.split()[0] for line in selections or []
-            if HELD_RE.match(line) and line.split()[0] not in hold]
+            if len(line.split()) == 2 and line.split()[1] == "hold" and names.match(line.split()[0])]
+
+
+VERSIONLOCK_RE = re.compile(r"^(?P<name>.+?)-(?:[0-9]+:)?[^-:]+-[^-]+$")
+
+
+def versionlocked(lines):
+    """The package names of `dnf versionlock list` ("nvidia-driver-cuda-3:580.95.05-1.el9.*")."""
+    return [match.group("name") for match in (VERSIONLOCK_RE.match(line.strip().rstrip("*").rstrip("."))
+                                              for line in lines or []) if match]
 
 
 def stream_enabled(module_list, stream):
@@ -667,16 +763,28 @@ def verify(policy, before, caps, module_loaded, reboot_required, reboot_reason, 
             "explanation": explanation}
 
 
-def outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None, verified=None):
+def outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None, verified=None,
+            packages=None, versionlock=None):
     """What the install steps found, from what their tasks registered; each part only when its input is given.
+
+    packages (ansible_facts.packages after the install) gives hold (the packages to hold), versions (whether they
+    carry one version) and, with versionlock (the lines of `dnf versionlock list`), lock (those dnf does not lock
+    yet) and unlock (the driver packages it locks, released before an upgrade).
 
     verified: {"before", "caps", "module_loaded", "reboot_required", "reboot_reason", "module_missing", "kernel"}.
     """
     install_plan = policy.get("plan") or {}
     found = {"release": None, "stream_enabled": None, "secure_boot": secure_boot_on(sb_state, sb_efivar),
-             "modprobe": None, "result": None}
+             "modprobe": None, "result": None, "hold": None, "lock": None, "unlock": None, "versions": None}
     if selections is not None:
-        found["release"] = held_to_release(selections, install_plan.get("hold") or [])
+        found["release"] = held_to_release(selections, policy)
+    if packages is not None:
+        hold = to_hold(policy, packages)
+        locked = versionlocked(versionlock) if versionlock is not None else []
+        table = distributions.family(install_plan["family"])
+        found.update(hold=hold, lock=[name for name in hold if name not in locked],
+                     unlock=[name for name in locked if re.match(table["driver_packages"]["names"], name)],
+                     versions=driver_versions(packages, table))
     if module_list is not None:
         found["stream_enabled"] = stream_enabled(module_list, install_plan["module_stream"])
     if modprobe is not None:

@@ -234,7 +234,9 @@ def test_simulated_rocky9_plan(planned):
     assert plan["distribution"] == "Rocky 9"
     assert plan["module_stream"] == "nvidia-driver:580-dkms"
     assert plan["kernel_packages"] == ["kmod-nvidia-latest-dkms", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64"]
-    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced"]
+    # the versionlock plugin holds them at their version after the install
+    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "python3-dnf-plugin-versionlock"]
+    assert plan["hold_mechanism"] == "dnf versionlock"
     epel, cuda = plan["repositories"]
     assert epel == {"kind": "epel", "package": "epel-release", "needed": True,
                     "key": "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9",
@@ -249,7 +251,7 @@ def test_simulated_rhel9_open_full_plan_on_arm(planned):
     plan = planned["rhel9_open_full"]["plan"]
     assert plan["module_stream"] == "nvidia-driver:580-open"
     assert plan["kernel_packages"] == ["kmod-nvidia-open-dkms", "kernel-devel-5.14.0-570.12.1.el9_6.x86_64"]
-    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open"]
+    assert plan["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open", "python3-dnf-plugin-versionlock"]
     epel, cuda = plan["repositories"]
     assert epel["package"] == "https://dl.fedoraproject.org/pub/epel/epel-release-latest-9.noarch.rpm"
     assert cuda["baseurl"] == "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/sbsa"

@@ -240,12 +240,13 @@ def test_el_plans_and_their_dnf_check(probed):
                          {"id": "gpufleet-exo-epel", "baseurl": "https://dl.fedoraproject.org/pub/epel/9/Everything/x86_64/"}],
         "stream": "nvidia-driver:580-dkms",
         "stream_packages": ["nvidia-driver-cuda", "nvidia-persistenced", "kmod-nvidia-latest-dkms"],
-        "other_packages": ["kernel-devel-5.14.0-427.13.1.el9_4.x86_64", "dkms"],
+        "other_packages": ["kernel-devel-5.14.0-427.13.1.el9_4.x86_64", "python3-dnf-plugin-versionlock", "dkms"],
         "kernel": "5.14.0-427.13.1.el9_4.x86_64", "distribution": "Rocky 9"}
     arm = ok(probed["no_driver"], RHEL_9_ARM, exo_driver_open_kernel_modules=True, exo_driver_flavor="full",
              exo_driver_extra_packages="nvidia-settings")
     assert arm["plan"]["module_stream"] == "nvidia-driver:580-open"
-    assert arm["plan"]["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open", "nvidia-settings"]
+    assert arm["plan"]["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open", "nvidia-settings",
+                                       "python3-dnf-plugin-versionlock"]
     assert arm["plan"]["repositories"][0]["package"] == \
         "https://dl.fedoraproject.org/pub/epel/epel-release-latest-9.noarch.rpm"
     assert arm["plan"]["repositories"][0]["key"] == "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9"
@@ -254,7 +255,7 @@ def test_el_plans_and_their_dnf_check(probed):
     assert arm["plan"]["repositories"][1]["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685"
     assert arm["plan"]["repositories"][1]["baseurl"].endswith("/rhel9/sbsa")
     assert arm["package_check"]["other_packages"] == ["kernel-devel-5.14.0-570.12.1.el9_6.aarch64", "nvidia-settings",
-                                                      "dkms"]
+                                                      "python3-dnf-plugin-versionlock", "dkms"]
 
 
 def test_el8_is_refused_with_the_reason(probed):
@@ -484,12 +485,116 @@ def test_the_summary_shows_the_decision_and_the_plan(probed):
     assert healthy["why"] == "the driver is loaded and NVML answers" and "plan" not in healthy
 
 
-def test_held_packages_of_the_old_branch_are_released(probed):
+def test_an_upgrade_releases_every_held_driver_package(probed):
     policy = ok(probed["no_driver"], DEBIAN_12_DOCKER)
     lines = ["nvidia-smi hold", "libnvidia-ml1 hold", "nvidia-driver-bin-530 hold", "libcuda1 install",
-             "nvidia-persistenced hold", "vim hold", "linux-modules-nvidia-535-generic hold"]
+             "nvidia-persistenced hold", "vim hold", "nvidia-cuda-toolkit hold", "firmware-nvidia-gsp hold"]
     assert driver_plan.outcome(policy, selections=lines)["release"] == [
-        "nvidia-driver-bin-530", "linux-modules-nvidia-535-generic"]
+        "nvidia-smi", "libnvidia-ml1", "nvidia-driver-bin-530", "nvidia-persistenced", "firmware-nvidia-gsp"]
+
+
+def dpkg(**versions):
+    """ansible_facts.packages as package_facts gathers it with apt."""
+    return dict((name.replace("_", "-"), [{"name": name.replace("_", "-"), "version": version, "arch": "amd64",
+                                          "source": "apt"}]) for name, version in versions.items())
+
+
+def rpm(**versions):
+    """ansible_facts.packages as package_facts gathers it with rpm: epoch and release apart."""
+    return dict((name.replace("_", "-"), [{"name": name.replace("_", "-"), "version": version, "release": "1.el9",
+                                          "epoch": 3, "arch": "x86_64", "source": "rpm"}])
+                for name, version in versions.items())
+
+
+# Debian 12 as the archive has it: the security update moved the driver's packages to 535.309.01, and
+# nvidia-persistenced, nvidia-support and nvidia-kernel-common come from their own sources.
+BOOKWORM = dict(libnvidia_ml1="535.309.01-0+deb12u1", libcuda1="535.309.01-0+deb12u1",
+                nvidia_smi="535.309.01-0+deb12u1", nvidia_kernel_dkms="535.309.01-0+deb12u1",
+                firmware_nvidia_gsp="535.309.01-0+deb12u1", nvidia_persistenced="535.171.04-1~deb12u1",
+                nvidia_support="20220217+3~deb12u1", nvidia_kernel_common="20220217+3~deb12u1", vim="2:9.0.1378-2",
+                nvidia_cuda_toolkit="12.4.131~12.4.1-1")
+# The same host where the kernel module's package stayed at the point release before.
+BOOKWORM_BEHIND = dict(BOOKWORM)
+BOOKWORM_BEHIND["nvidia_kernel_dkms"] = "535.261.03-1"
+VERSION_CASES = [
+    # (case, distribution, packages, versions found, advice contains)
+    ("one version", DEBIAN_12, dpkg(**BOOKWORM), {"535.309.01": ["firmware-nvidia-gsp", "libcuda1", "libnvidia-ml1",
+                                                                 "nvidia-kernel-dkms", "nvidia-smi"]}, None),
+    ("library upgraded, kernel module not", DEBIAN_12, dpkg(**BOOKWORM_BEHIND),
+     {"535.309.01": ["firmware-nvidia-gsp", "libcuda1", "libnvidia-ml1", "nvidia-smi"],
+      "535.261.03": ["nvidia-kernel-dkms"]},
+     "the driver's packages carry 2 versions: 535.261.03 (nvidia-kernel-dkms 535.261.03-1); 535.309.01 ("
+     "firmware-nvidia-gsp 535.309.01-0+deb12u1, libcuda1 535.309.01-0+deb12u1, libnvidia-ml1 535.309.01-0+deb12u1, "
+     "nvidia-smi 535.309.01-0+deb12u1). NVML and CUDA fail (Driver/library version mismatch, CUDA error 802 with a "
+     "fabric manager) until they agree. Move them to one version, the newest: `apt-get install "
+     "--allow-change-held-packages nvidia-kernel-dkms=535.309.01-*`, then reboot"),
+    ("fabric manager of another release", UBUNTU_2204,
+     dpkg(libnvidia_compute_580_server="580.95.05-0ubuntu0.22.04.2", nvidia_utils_580_server="580.95.05-0ubuntu0.22.04.2",
+          nvidia_fabricmanager_580="580.105.08-1", linux_modules_nvidia_580_server_5_15_0_119_generic="5.15.0-119.129"),
+     {"580.95.05": ["libnvidia-compute-580-server", "nvidia-utils-580-server"], "580.105.08": ["nvidia-fabricmanager-580"]},
+     "newest: `apt-get install --allow-change-held-packages libnvidia-compute-580-server=580.105.08-* "
+     "nvidia-utils-580-server=580.105.08-*`"),
+    ("EL, the daemon behind", ROCKY_9, rpm(nvidia_driver_cuda="580.95.05", kmod_nvidia_latest_dkms="580.95.05",
+                                           nvidia_persistenced="575.57.08", dkms="3.2.1"),
+     {"580.95.05": ["kmod-nvidia-latest-dkms", "nvidia-driver-cuda"], "575.57.08": ["nvidia-persistenced"]},
+     "`dnf versionlock delete nvidia-persistenced && dnf install nvidia-persistenced-580.95.05 && "
+     "dnf versionlock add nvidia-persistenced`"),
+    ("no driver package", DEBIAN_13, dpkg(vim="2:9.1.1230-2"), {}, None),
+]
+
+
+@pytest.mark.parametrize("case, distribution, packages, versions, advice", VERSION_CASES,
+                         ids=[case[0] for case in VERSION_CASES])
+def test_the_driver_packages_carry_one_version_or_the_role_says_what_to_do(
+        probed, case, distribution, packages, versions, advice):
+    facts = dict(host_facts(probed["healthy"], distribution), packages=packages)
+    result = driver_plan.plan(facts, dict(ROLE_DEFAULTS), "gpu7", "ssh")
+    found = result["versions"]
+    assert dict((version, sorted(names)) for version, names in found["versions"].items()) == versions
+    assert found["mixed"] is (advice is not None)
+    if advice:
+        assert advice in found["advice"] and "host gpu7: " + found["advice"] in result["notes"]
+        assert result["summary"]["driver packages"] == found
+    else:
+        assert found["advice"] is None and result["notes"] == []
+    assert "vim" not in found["installed"] and "nvidia-cuda-toolkit" not in found["installed"]
+
+
+def test_without_package_facts_nothing_is_said_about_versions(probed):
+    result = ok(probed["healthy"])
+    assert result["versions"] is None and "driver packages" not in result["summary"]
+
+
+HOLD_CASES = [
+    # (case, distribution, settings, packages after the install, versionlock list, hold, lock)
+    ("Debian: the named packages and their dependencies", DEBIAN_12_DOCKER, {}, dpkg(**BOOKWORM), None,
+     ["nvidia-smi", "libnvidia-ml1", "libcuda1", "nvidia-persistenced", "firmware-nvidia-gsp", "nvidia-kernel-common",
+      "nvidia-kernel-dkms", "nvidia-support"], None),
+    ("exo_driver_hold false", DEBIAN_12_DOCKER, {"exo_driver_hold": False}, dpkg(**BOOKWORM), None, [], None),
+    ("EL: what dnf does not lock yet", ROCKY_9, {},
+     rpm(nvidia_driver_cuda="580.95.05", kmod_nvidia_latest_dkms="580.95.05", nvidia_persistenced="580.95.05"),
+     ["nvidia-driver-cuda-3:580.95.05-1.el9.*", "bash-0:5.1.8-9.el9.*"],
+     ["kmod-nvidia-latest-dkms", "nvidia-driver-cuda", "nvidia-persistenced"],
+     ["kmod-nvidia-latest-dkms", "nvidia-persistenced"]),
+]
+
+
+@pytest.mark.parametrize("case, distribution, settings, packages, versionlock, hold, lock", HOLD_CASES,
+                         ids=[case[0] for case in HOLD_CASES])
+def test_every_driver_package_installed_is_held(
+        probed, case, distribution, settings, packages, versionlock, hold, lock):
+    policy = ok(probed["no_driver"], distribution, **settings)
+    found = driver_plan.outcome(policy, packages=packages, versionlock=versionlock)
+    assert found["hold"] == hold
+    if lock is not None:
+        assert found["lock"] == lock and found["unlock"] == ["nvidia-driver-cuda"]
+    assert found["versions"]["mixed"] is False
+
+
+def test_an_upgrade_installs_the_latest_and_an_install_what_is_there(probed):
+    assert ok(probed["no_driver"])["plan"]["install_state"] == "present"
+    upgrade = ok(probed["healthy"], exo_driver_branch="470", exo_driver_allow_upgrade=True)["plan"]
+    assert upgrade["install_state"] == "latest" and upgrade["hold_mechanism"] == "dpkg hold"
 
 
 def test_the_enabled_module_stream(probed):
