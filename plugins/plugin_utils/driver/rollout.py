@@ -79,8 +79,8 @@ def _nvml(after, before):
 def _missing(after, before):
     now = set(g.get("uuid") for g in after.get("gpus") or [])
     gone = [g for g in before.get("gpus") or [] if g.get("uuid") not in now]
-    return ["GPU %s (%s, PCI %s) was there before the change and is not now" % (g.get("index"), g.get("uuid"),
-                                                                               g.get("pci_bus_id")) for g in gone]
+    return ["GPU %s (%s, PCI %s) was there before the change and is not now"
+            % (g.get("index"), g.get("uuid"), g.get("pci_bus_id")) for g in gone]
 
 
 def _health(after, accept):
