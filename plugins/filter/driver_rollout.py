@@ -10,11 +10,11 @@ from ansible_collections.gpufleet.exo.plugins.filter.fleet_capacity import fleet
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import rollout
 
 
-def driver_rollout_preview(hosts, hostvars, serial=1, fleet=None, headroom=0.1):
+def driver_rollout_preview(hosts, hostvars, serial=1, fleet=None, headroom=0.1, order="inventory"):
     hosts = list(hosts)
     fleet = list(fleet) if fleet is not None else hosts
     try:
-        cut = rollout.batches(hosts, serial)
+        cut = rollout.batches(hosts, serial, order)
     except ValueError as problem:
         raise AnsibleFilterError(str(problem))
     whole = fleet_capacity(fleet, hostvars, headroom)

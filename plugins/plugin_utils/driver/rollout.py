@@ -33,9 +33,21 @@ def batch_size(serial, count):
     return number
 
 
-def batches(hosts, serial):
-    """The hosts, in order, cut into the batches of `serial`."""
-    hosts = list(hosts)
+# The play's `order` (exo_rollout_order) as the hosts go; shuffle cannot be known before the play runs.
+ORDERS = {
+    "inventory": lambda hosts: list(hosts),
+    "reverse_inventory": lambda hosts: list(reversed(hosts)),
+    "sorted": sorted,
+    "reverse_sorted": lambda hosts: sorted(hosts, reverse=True),
+}
+
+
+def batches(hosts, serial, order="inventory"):
+    """The hosts (in inventory order), put in the play's order and cut into the batches of `serial`."""
+    if order not in ORDERS:
+        raise ValueError("exo_rollout_order is %r; give one of %s (the play's order keyword; shuffle would make "
+                         "batches the preview cannot know)" % (order, ", ".join(sorted(ORDERS))))
+    hosts = ORDERS[order](list(hosts))
     size = batch_size(serial, len(hosts))
     return [hosts[start:start + size] for start in range(0, len(hosts), size)]
 

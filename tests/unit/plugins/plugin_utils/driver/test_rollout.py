@@ -30,6 +30,19 @@ def test_batches_are_cut_as_serial_cuts_them(serial, cut):
     assert rollout.batches(HOSTS, serial) == cut
 
 
+@pytest.mark.parametrize("order, first", [
+    ("inventory", ["a", "b"]), ("reverse_inventory", ["e", "d"]), ("sorted", ["a", "b"]), ("reverse_sorted", ["e", "d"]),
+])
+def test_batches_follow_the_plays_order(order, first):
+    assert rollout.batches(["b", "a", "c", "e", "d"] if order.endswith("sorted") else HOSTS, 2, order)[0] == first
+
+
+def test_shuffle_is_refused_since_the_preview_cannot_know_it():
+    with pytest.raises(ValueError) as raised:
+        rollout.batches(HOSTS, 1, "shuffle")
+    assert str(raised.value).startswith("exo_rollout_order is 'shuffle'; give one of inventory, reverse_inventory")
+
+
 @pytest.mark.parametrize("serial", [0, "0", "-1", "two", "150%", "0%", "", "2.5"])
 def test_a_bad_batch_size_is_refused_naming_the_variable(serial):
     with pytest.raises(ValueError) as raised:
