@@ -35,7 +35,7 @@ def batch_size(serial, count):
 
 # The play's `order` (exo_rollout_order) as the hosts go; shuffle cannot be known before the play runs.
 ORDERS = {
-    "inventory": lambda hosts: list(hosts),
+    "inventory": list,
     "reverse_inventory": lambda hosts: list(reversed(hosts)),
     "sorted": sorted,
     "reverse_sorted": lambda hosts: sorted(hosts, reverse=True),
