@@ -70,6 +70,8 @@ def fleet(tmp_path_factory, nvml_lib):
         handle.write("exo_nodes:\n  hosts:\n" + "".join("    %s:\n" % name for name in HOSTS))
     simulation = {"all": {"hosts": hosts, "vars": {
         "ansible_connection": "local", "ansible_become": False, "device_facts_tinygrad": False,
+        # The simulated hosts are this machine: the driver role plans and never installs here.
+        "exo_driver_plan_only": True,
         "exo_rollout_tasks": os.path.join(tmp, "change.yml")}}}
     with open(os.path.join(tmp, "simulation.json"), "w") as handle:
         json.dump(simulation, handle)
