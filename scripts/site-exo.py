@@ -1,10 +1,9 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which exo `make site` installs on this machine: real exo where its sources can be reached, else the stand-in.
 
-    scripts/site-exo.py [VARS_FILE]     (default .build/site-exo.yml)
+    .venv/bin/python scripts/site-exo.py [VARS_FILE]     (default .build/site-exo.yml)
 
 Real exo needs three things here: the archives of exo and tinygrad at the commits the node role pins
 (the copies in ../shared/vendor beside the repository, which a fleet without GitHub is given, else
