@@ -14,6 +14,7 @@ variables that install from that wheelhouse; without one of them, VARS_FILE is e
 inventory's stand-in (tests/standin) stays. Either way the first line printed says which, and why.
 """
 
+import importlib.util
 import os
 import socket
 import subprocess
@@ -25,6 +26,18 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 sys.path.insert(0, REPO)
 from tests.integration import exo_sources  # noqa: E402  (the one place that knows the archives)
+
+
+def _node_python():
+    """The node role's table of Pythons (plugins/plugin_utils/node/python.py), whose range check the role applies."""
+    spec = importlib.util.spec_from_file_location(
+        "node_python", os.path.join(REPO, "plugins", "plugin_utils", "node", "python.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+NODE_PYTHON = _node_python()
 
 WORK = os.path.join(REPO, ".build", "site")
 ROLE_DEFAULTS = os.path.join(REPO, "roles", "node", "defaults", "main.yml")
@@ -55,10 +68,7 @@ def interpreter(defaults):
     found = release(python)
     if found is None:
         raise StandIn("%s (the node role's exo_node_python) does not run here" % python)
-
-    def key(text):
-        return tuple(int(part) for part in text.split("."))
-    if not key(low) <= key(found) <= key(high):
+    if not NODE_PYTHON.in_range(found, low, high):
         raise StandIn("%s is Python %s, outside exo's %s to %s (set exo_node_python in the inventory to a CPython "
                       "in that range)" % (python, found, low, high))
     return python, found
