@@ -10,8 +10,8 @@ GPU hosts without the one whose NVML hangs (its 10 s deadline would add the same
 runs device_facts). Cases, each from the controller in the lab's namespace:
 
     ping, setup, device_facts (tinygrad=false), device_facts (with tinygrad)   ad hoc, -m
-    setup play             the README's gathering play without its two variables: setup alone
-    recipe serial          the README's gathering play as written (ansible_facts_parallel: false)
+    setup play             docs/facts.md's first gathering play without its two variables: setup alone
+    recipe serial          docs/facts.md's first gathering play as written (ansible_facts_parallel: false)
     recipe parallel        the same play with ansible_facts_parallel: true (ansible-core's default)
     setup play pipelined, recipe serial pipelined   the same two with ANSIBLE_PIPELINING=True (docs/fleet.md)
     site.yml gathering     site.yml with --tags naming no task: only what its plays gather runs
@@ -43,11 +43,12 @@ sys.path.insert(0, REPO)
 
 from tests.integration.fleet import lab as fleetlab  # noqa: E402
 
-with open(os.path.join(REPO, "README.md")) as readme:
-    RECIPE = [b for b in re.findall(r"^```yaml\n(.*?)^```", readme.read(), re.M | re.S) if "ansible_facts_modules" in b][0]
+with open(os.path.join(REPO, "docs", "facts.md")) as recipes:
+    RECIPE = [b for b in re.findall(r"^```yaml\n(.*?)^```", recipes.read(), re.M | re.S) if "ansible_facts_modules" in b][0]
 SETUP_PLAY = re.sub(r"  vars:\n(    .*\n)+", "", RECIPE)
 PARALLEL = RECIPE.replace("ansible_facts_parallel: false", "ansible_facts_parallel: true")
-assert SETUP_PLAY != RECIPE and PARALLEL != RECIPE, "the README's recipe changed shape: update benchmarks/fleet.py"
+assert "module_defaults" not in RECIPE, "docs/facts.md's first recipe changed: update benchmarks/fleet.py"
+assert SETUP_PLAY != RECIPE and PARALLEL != RECIPE, "docs/facts.md's recipe changed shape: update benchmarks/fleet.py"
 
 
 def cases(forks, plays):

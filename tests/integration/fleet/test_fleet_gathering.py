@@ -78,14 +78,22 @@ def test_every_recipe_that_names_facts_modules_is_one_of_those_run_here():
     found = dict((name, len(recipes(read(*name.split("/")))))
                  for name in ["README.md"] + ["docs/" + f for f in sorted(os.listdir(os.path.join(REPO, "docs")))
                                               if f.endswith(".md")])
-    assert dict((k, v) for k, v in found.items() if v) == {"README.md": 1, "docs/facts.md": 1, "docs/fleet.md": 2}
+    assert dict((k, v) for k, v in found.items() if v) == {"docs/facts.md": 2, "docs/fleet.md": 2}
     broken = "ansible.builtin.gather_facts:\n      facts_modules"
     assert not any(broken in read(*name.split("/")) for name in found) and broken not in examples("module", "device_facts")
 
 
-def test_readme_recipe(fleet):
-    """The README's recipe on every kind of host: setup's facts and the device facts, tinygrad included."""
-    output = run_play(fleet, recipes(read("README.md"))[0])
+def facts_recipe(options):
+    """docs/facts.md's recipe with module options (module_defaults) or without."""
+    (play,) = [r for r in recipes(read("docs", "facts.md")) if ("module_defaults" in r) == options]
+    return play
+
+
+def test_docs_facts_first_recipe(fleet):
+    """docs/facts.md's first recipe (no options) on every kind of host: setup's facts and the device facts,
+    tinygrad included."""
+    assert recipes(read("docs", "facts.md"))[0] == facts_recipe(options=False)
+    output = run_play(fleet, facts_recipe(options=False))
     assert sorted(recap(output)) == sorted(fleet.hosts)
     assert all(r["failed"] == "0" and r["unreachable"] == "0" for r in recap(output).values()), output[-3000:]
     families = cached(fleet, fleet.hosts, "ansible_facts.os_family")
@@ -98,10 +106,9 @@ def test_readme_recipe(fleet):
 
 
 def test_docs_facts_recipe_then_the_cache_then_groups(fleet):
-    """docs/facts.md's recipe (options for the module) on every kind of host; then docs/fleet.md's play
+    """docs/facts.md's recipe with options for the module on every kind of host; then docs/fleet.md's play
     and its groups read the fleet from the cache."""
-    (play,) = recipes(read("docs", "facts.md"))
-    output = run_play(fleet, play)
+    output = run_play(fleet, facts_recipe(options=True))
     backends = re.findall(r'"ansible_facts.device_capabilities.backend": "(\w+)"', output)
     assert sorted(backends) == sorted(fleetlab.expected(h["kind"])["backend"] for h in fleet.hosts.values())
     reasons = cached(fleet, fleet.hosts, "ansible_facts.device_capabilities.tinygrad.reason")
