@@ -12,10 +12,15 @@ base image from quay.io, which this machine cannot reach. The build context must
 collection's artifact and take ansible-core from the image definition alone; ansible-builder's
 introspection script of that context, run over the artifact installed as the image's galaxy stage
 installs it, must find the collection's controller requirements and nothing of the managed hosts'.
+
+The commands run with no container engine on PATH (podman and docker hidden, whatever this machine
+has installed): ansible-builder names its build file after the engine it finds, so what they write
+must not depend on one being there.
 """
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -28,6 +33,7 @@ from packaging.specifiers import SpecifierSet
 from tests.helpers import REPO
 
 BIN = os.path.dirname(sys.executable)
+ENGINES = ("podman", "docker")
 
 
 def commands():
@@ -35,6 +41,24 @@ def commands():
         section = handle.read().split("## On AWX or Ansible Automation Platform", 1)[1].split("\n## ", 1)[0]
     (block,) = re.findall(r"^```sh\n(.*?)^```", section, re.M | re.S)
     return block.strip().splitlines()
+
+
+def without_engines(path, shadows):
+    """PATH with no container engine on it: each directory holding podman or docker is replaced by one
+    (under shadows) of links to everything else it holds (on a merged /usr, /usr/bin also holds sh, cp and git)."""
+    kept = []
+    for number, directory in enumerate(d for d in path.split(os.pathsep) if d):
+        if any(os.path.lexists(os.path.join(directory, engine)) for engine in ENGINES):
+            shadow = os.path.join(shadows, str(number))
+            os.makedirs(shadow)
+            for name in os.listdir(directory):
+                if name not in ENGINES:
+                    os.symlink(os.path.join(directory, name), os.path.join(shadow, name))
+            directory = shadow
+        kept.append(directory)
+    path = os.pathsep.join(kept)
+    assert [shutil.which(engine, path=path) for engine in ENGINES] == [None] * len(ENGINES), path
+    return path
 
 
 def requirement_lines(name):
@@ -52,13 +76,27 @@ def context(tmp_path_factory):
                    cwd=REPO, check=True)
     runnable = [line for line in commands() if not line.startswith("podman build")]
     assert len(runnable) == len(commands()) - 1
-    env = dict(os.environ, PATH=BIN + os.pathsep + os.environ["PATH"])
+    env = dict(os.environ, PATH=without_engines(BIN + os.pathsep + os.environ["PATH"],
+                                                str(tmp_path_factory.mktemp("no-engine"))))
     env.pop("ANSIBLE_CONFIG", None)
     for line in runnable:
         proc = subprocess.run(line, shell=True, cwd=str(tree), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               universal_newlines=True, timeout=300, check=False)
         assert proc.returncode == 0, (line, proc.stdout[-3000:])
     return tree / "ee" / "context"
+
+
+def test_the_commands_path_hides_every_container_engine_and_keeps_the_rest(tmp_path):
+    engines, tools = tmp_path / "usr-bin", tmp_path / "venv-bin"
+    for directory, names in ((engines, ("podman", "docker", "cp")), (tools, ("ansible-builder",))):
+        directory.mkdir()
+        for name in names:
+            (directory / name).write_text("#!/bin/sh\n")
+            (directory / name).chmod(0o755)
+    path = without_engines(os.pathsep.join([str(tools), str(engines)]), str(tmp_path / "shadows"))
+    assert path.split(os.pathsep)[0] == str(tools)
+    assert shutil.which("cp", path=path) and shutil.which("ansible-builder", path=path)
+    assert not shutil.which("podman", path=path) and not shutil.which("docker", path=path)
 
 
 def test_the_context_installs_the_artifact_and_ansible_core_from_the_definition(context):
