@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Targeting: the README's mixed fleet, its inventory and its commands run as written, over simulated hosts.
+"""Targeting: docs/targeting.md's mixed fleet, its inventory and its commands run as written, over simulated hosts.
 
-Each host of the README's inventory is a simulated host (tests/simulated/hosts.py) on a local
+Each host of the page's inventory is a simulated host (tests/simulated/hosts.py) on a local
 connection: its own Python interpreter, a wrapper that loads the simulated libnvidia-ml with that
 host's GPUs, and its own simulated /sys. A second inventory source adds only that and the settings
 that keep the run on this machine (paths under the test's folder, the driver role planning only).
@@ -25,15 +25,15 @@ import pytest
 from tests.helpers import REPO
 from tests.simulated import hosts as simhosts
 
-# The README's hosts, as simulated hosts (the README's comments say what each has).
+# The page's hosts, as simulated hosts (its inventory's comments say what each has).
 SIMULATED = {"gpu-a": "four", "gpu-b": "nvml_broken", "cpu-a": "cpu_only", "gpu-t": "one"}
 PLAYS = {"probe": "Probe devices", "driver": "Install the NVIDIA driver where the facts say it is needed",
          "node": "Run one exo node per chosen GPU, or one CPU node"}
 
 
-def readme_examples():
-    """The README's mixed-fleet inventory and the site commands that follow it."""
-    with open(os.path.join(REPO, "README.md")) as handle:
+def docs_examples():
+    """docs/targeting.md's mixed-fleet inventory and the site commands that follow it."""
+    with open(os.path.join(REPO, "docs", "targeting.md")) as handle:
         text = handle.read()
     inventory = re.search(r"```yaml\n(# inventory\.yml\n.*?)```", text, re.S).group(1)
     commands = re.findall(r"^(ansible-playbook -i inventory\.yml gpufleet\.exo\.site --.*?)(?:\s+#.*)?$", text, re.M)
@@ -54,7 +54,7 @@ def simulated_interpreter(tmp, name, env):
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory, nvml_lib):
     tmp = str(tmp_path_factory.mktemp("targeting"))
-    inventory, commands = readme_examples()
+    inventory, commands = docs_examples()
     with open(os.path.join(tmp, "inventory.yml"), "w") as handle:
         handle.write(inventory)
     hosts = {}
@@ -85,7 +85,7 @@ def fleet(tmp_path_factory, nvml_lib):
 
 
 def run(fleet, command):
-    """Run a README command over the simulated fleet: (ansible-playbook's exit status, its JSON report)."""
+    """Run a command of the page over the simulated fleet: (ansible-playbook's exit status, its JSON report)."""
     tmp = fleet[0]
     args = shlex.split(command)
     assert args[:4] == ["ansible-playbook", "-i", "inventory.yml", "gpufleet.exo.site"], command
@@ -106,7 +106,7 @@ def run(fleet, command):
 
 def command(fleet, *parts):
     found = [c for c in fleet[1] if all(p in c.split() for p in parts)]
-    assert len(found) == 1, "the README has no single command with %s: %s" % (parts, fleet[1])
+    assert len(found) == 1, "docs/targeting.md has no single command with %s: %s" % (parts, fleet[1])
     return found[0]
 
 
