@@ -6,16 +6,16 @@ install steps found), documented in the .yml files beside this one."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as planner
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import outcome, plan
 
 
 def driver_plan(facts, settings, host, connection=None):
-    return planner.plan(facts, settings, host, connection=connection)
+    return plan.plan(facts, settings, host, connection=connection)
 
 
 def driver_outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None,
                    verified=None, packages=None, versionlock=None):
-    return planner.outcome(policy, selections=selections, module_list=module_list, sb_state=sb_state,
+    return outcome.outcome(policy, selections=selections, module_list=module_list, sb_state=sb_state,
                            sb_efivar=sb_efivar, modprobe=modprobe, verified=verified, packages=packages,
                            versionlock=versionlock)
 

@@ -5,11 +5,16 @@
 
 Package names carry placeholders filled per host: %(branch)s the driver branch, %(open)s "-open" for
 NVIDIA's open kernel modules (Ubuntu), %(kernel)s the running kernel's release, %(major)s the
-distribution's major version. plugins/plugin_utils/driver/plan.py reads these tables; docs/driver.md
-shows them per distribution.
+distribution's major version. docs/driver.md shows the tables per distribution.
+
+install() reads them for one host that gets the driver: its repositories and packages, built per
+family (Debian, Ubuntu, RedHat), and the arguments of the package check module.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.settings import DEFAULTS
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
 # The same path on every distribution the role installs on.
 APT_SOURCES_FILE = "/etc/apt/sources.list.d/gpufleet-exo-nvidia.sources"
@@ -218,3 +223,211 @@ SUPPORTED = ("Debian 12 and 13, Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaL
 def family(distribution):
     """The table for a distribution (ansible_facts.distribution), or None where the role does not install."""
     return next((table for table in FAMILIES if distribution in table["distributions"]), None)
+
+
+# ---- a host's install, from the tables -----------------------------------------------------------
+
+def _format(names, templates):
+    return [template % names for template in templates]
+
+
+def _apt_repository(table, codename, mirror, security_mirror):
+    repository = {"kind": "apt", "file": APT_SOURCES_FILE}
+    repository.update(table["repository"])
+    repository["sources"] = [{"uri": mirror, "suite": codename}, {"uri": mirror, "suite": codename + "-updates"},
+                             {"uri": security_mirror, "suite": codename + "-security"}]
+    return repository
+
+
+def _debian(table, release, branch, s, kernel_module, facts, problem):
+    major = str(facts["distribution_major_version"])
+    packaging = table["packagings"].get(release["branches"].get(branch))
+    names = {"branch": branch}
+    if packaging is None:
+        problem("exo_driver_branch", "branch %s is not packaged for Debian %s: its branches are %s; set "
+                "exo_driver_branch to one of them" % (branch, major, ", ".join(release["branches"])))
+        packaging = {"kernel": None, "kernel_open": None, "compute": [], "full": [], "library": None}
+    kernel_name = packaging["kernel_open" if s["exo_driver_open_kernel_modules"] else "kernel"]
+    if packaging["library"] and kernel_module and not kernel_name:
+        problem("exo_driver_open_kernel_modules", "Debian %s packages no open kernel modules for branch %s; set "
+                "exo_driver_open_kernel_modules: false" % (major, branch))
+    userspace = _format(names, packaging["compute"] + (packaging["full"] if s["exo_driver_flavor"] == "full" else []))
+    kernel_packages = (([kernel_name % names] if kernel_name else []) + ["dkms", "linux-headers-" + facts["kernel"]]
+                       if kernel_module else [])
+    # The kernel module and the NVML library must come in the same upstream version.
+    version_match = (_format(names, ([kernel_name] if kernel_module and kernel_name else []) + [packaging["library"]])
+                     if packaging["library"] else [])
+    return {
+        "distribution": "Debian %s (%s)" % (major, release["codename"]),
+        "repositories": [_apt_repository(table, release["codename"], s["exo_driver_debian_mirror"],
+                                         s["exo_driver_debian_security_mirror"])],
+        "kernel_module": "dkms" if kernel_module else "none",
+        "kernel_packages": kernel_packages,
+        "userspace": userspace,
+        "optional_packages": ["python3-pynvml"] if s["exo_driver_install_nvml_python"] else [],
+        "version_match": version_match,
+        "hold": ([name for name in kernel_packages if not name.startswith("linux-headers-") and name != "dkms"]
+                 + userspace) if s["exo_driver_hold"] else [],
+        "module_stream": None,
+    }
+
+
+def _ubuntu(table, release, branch, s, kernel_module, facts, problem):
+    mode = s["exo_driver_ubuntu_modules"] if kernel_module else "none"
+    packages = table["modes"][mode]
+    names = {"branch": branch, "open": "-open" if s["exo_driver_open_kernel_modules"] else "",
+             "kernel": facts["kernel"]}
+    kernel_packages = _format(names, packages["kernel"])
+    userspace = _format(names, packages["userspace"] + (table["full"] if s["exo_driver_flavor"] == "full" else []))
+    mirrors = table["mirrors"]["x86_64" if facts.get("architecture", "x86_64") == "x86_64" else "other"]
+    return {
+        "distribution": "Ubuntu %s (%s)" % (facts["distribution_version"], release["codename"]),
+        "repositories": [_apt_repository(table, release["codename"], s["exo_driver_ubuntu_mirror"] or mirrors["archive"],
+                                         s["exo_driver_ubuntu_security_mirror"] or mirrors["security"])],
+        "kernel_module": mode,
+        "kernel_packages": kernel_packages,
+        "userspace": userspace,
+        "optional_packages": ["python3-pynvml"] if s["exo_driver_install_nvml_python"] else [],
+        "version_match": _format(names, ([packages["versioned_kernel"]] if kernel_module else []) + [table["library"]]),
+        "hold": ([name for name in kernel_packages if not name.startswith("linux-headers-")] + userspace
+                 if s["exo_driver_hold"] else []),
+        "module_stream": None,
+    }
+
+
+def _redhat(table, release, branch, s, kernel_module, facts, problem):
+    architecture = facts.get("architecture", "x86_64")
+    if architecture not in table["cuda_arches"]:
+        problem(None, "NVIDIA publishes no CUDA repository for architecture %s (only for %s); install the driver "
+                "yourself" % (architecture, ", ".join(sorted(table["cuda_arches"]))))
+    packaging = table["packagings"]["open" if s["exo_driver_open_kernel_modules"] else "proprietary"]
+    names = {"branch": branch, "major": str(facts["distribution_major_version"])}
+    cuda_url = "%s/%s/%s" % (s["exo_driver_cuda_repo_base"], release["repo"],
+                             table["cuda_arches"].get(architecture, architecture))
+    kernel_packages = packaging["kernel"] + ["kernel-devel-" + facts["kernel"]] if kernel_module else []
+    fingerprints = _key_fingerprints(table, s, names["major"], problem)
+    return {
+        "distribution": "%s %s" % (facts["distribution"], names["major"]),
+        "repositories": [
+            {"kind": "epel", "package": table["epel"].get(facts["distribution"], "epel-release") % names,
+             "needed": kernel_module, "key": table["epel_key"] % names, "fingerprint": fingerprints["epel"]},
+            {"kind": "yum", "name": "cuda-%s-%s" % (release["repo"], architecture), "baseurl": cuda_url,
+             "gpgkey": "%s/%s" % (cuda_url, s["exo_driver_cuda_repo_key"]), "fingerprint": fingerprints["cuda"]},
+        ],
+        "kernel_module": "dkms" if kernel_module else "none",
+        "kernel_packages": kernel_packages,
+        "userspace": table["compute"] + (packaging["full"] if s["exo_driver_flavor"] == "full" else []),
+        "optional_packages": [],
+        "version_match": [],
+        # The enabled module stream is the lock: dnf never leaves it for another branch.
+        "hold": [],
+        "module_stream": "nvidia-driver:" + packaging["stream"] % names,
+    }
+
+
+def _key_fingerprints(table, s, major, problem):
+    """The fingerprint each repository key is imported with: exo_driver_rpm_key_fingerprints, else the table's
+    (REDHAT["key_fingerprints"]); a key the table does not know needs the variable."""
+    known = table["key_fingerprints"]
+    given = s["exo_driver_rpm_key_fingerprints"]
+    found = {"cuda": given.get("cuda") or known["cuda"].get(s["exo_driver_cuda_repo_key"]),
+             "epel": given.get("epel") or known["epel"][major]}
+    if not found["cuda"]:
+        problem("exo_driver_cuda_repo_key", "the role knows the fingerprint of %s only, and imports no key it cannot "
+                "check; set exo_driver_rpm_key_fingerprints.cuda to the fingerprint NVIDIA publishes for this key"
+                % ", ".join(sorted(known["cuda"])))
+    return found
+
+
+BUILDERS = {"Debian": _debian, "Ubuntu": _ubuntu, "RedHat": _redhat}
+
+
+def _package_check(table, plan, s, facts):
+    """The arguments of the package check module (driver_apt_check, driver_dnf_check) for this plan."""
+    required = plan["kernel_packages"] + plan["packages"]
+    if table["package_manager"] == "apt":
+        return {"repositories": plan["repositories"], "packages": required,
+                "optional_packages": plan["optional_packages"], "version_match": plan["version_match"],
+                "kernel": facts["kernel"], "distribution": plan["distribution"], "branch": plan["branch"]}
+    epel, cuda = plan["repositories"]
+    repositories = [{"id": cuda["name"], "baseurl": cuda["baseurl"]}]
+    if epel["needed"]:
+        names = {"major": facts["distribution_major_version"], "architecture": facts.get("architecture", "x86_64")}
+        repositories.append({"id": "gpufleet-exo-epel", "baseurl": table["epel_baseurl"] % names})
+    extra = s["exo_driver_extra_packages"] + table["hold"]["tool_packages"]
+    devel = [name for name in plan["kernel_packages"] if name.startswith("kernel-devel-")]
+    return {"repositories": repositories, "stream": plan["module_stream"],
+            "stream_packages": [name for name in plan["packages"] if name not in extra]
+            + [name for name in plan["kernel_packages"] if name not in devel],
+            "other_packages": devel + extra + (["dkms"] if plan["kernel_module"] == "dkms" else []),
+            "kernel": facts["kernel"], "distribution": plan["distribution"]}
+
+
+def install(host, facts, s, raw, decided, kernel_module, problems):
+    """(plan, package check arguments) for a host that gets the driver, or (None, None) after a problem."""
+    why = "%s needs the NVIDIA driver (%s)" % (host, decided["reason"])
+    table = family(facts.get("distribution"))
+    if table is None:
+        problems.append("host %s but runs %s %s, which this role does not install on. Supported: %s. Install the "
+                        "driver yourself; the host will then read as healthy."
+                        % (why, facts.get("distribution"), facts.get("distribution_version"), SUPPORTED))
+        return None, None
+    release = table["releases"].get(str(facts.get(table["release_fact"])))
+    dropped = table.get("dropped", {}).get(str(facts.get(table["release_fact"])))
+    if dropped:
+        problems.append("host %s but runs %s %s, which this role no longer installs on: %s. Install the driver "
+                        "yourself; the host will then read as healthy." % (
+                            why, facts["distribution"], facts.get(table["release_fact"]), dropped))
+        return None, None
+    if release is None:
+        problems.append("host %s but runs %s %s; the releases this role knows for %s are %s. Install the driver "
+                        "yourself; the host will then read as healthy." % (
+                            why, facts["distribution"], facts.get(table["release_fact"]), facts["distribution"],
+                            ", ".join(table["releases"])))
+        return None, None
+
+    def problem(name, text):
+        given = ("%s is %s: " % (name, show(raw.get(name, DEFAULTS.get(name))))) if name else ""
+        problems.append("host %s: %s%s" % (host, given, text))
+
+    branch = s["exo_driver_branch"] or release["default_branch"]
+    if table["family"] != "Debian" and branch not in release["branches"]:
+        problem("exo_driver_branch", "branch %s is not one this role installs on %s %s: its branches are %s; set "
+                "exo_driver_branch to one of them" % (branch, facts["distribution"],
+                                                      facts.get(table["release_fact"]), ", ".join(release["branches"])))
+    built = BUILDERS[table["family"]](table, release, branch, s, kernel_module, facts, problem)
+    if s["exo_driver_flavor"] == "full" and not kernel_module:
+        problem("exo_driver_flavor", "exo_driver_flavor full needs the kernel module (the full driver depends on it), "
+                "which this host does not get (%s); use flavor compute for user space only"
+                % _no_kernel_module_why(s, decided))
+    plan = {
+        "distribution": built["distribution"],
+        "branch": branch,
+        "package_manager": table["package_manager"],
+        "repositories": built["repositories"],
+        "kernel_module": built["kernel_module"],
+        "kernel_packages": built["kernel_packages"],
+        "packages": built["userspace"] + s["exo_driver_extra_packages"]
+        + (table["hold"]["tool_packages"] if s["exo_driver_hold"] else []),
+        "optional_packages": built["optional_packages"],
+        "version_match": built["version_match"],
+        "hold": built["hold"],
+        # How the role holds them after the install (None: exo_driver_hold is false), and how apt or dnf installs
+        # them: an upgrade moves the packages already there too.
+        "hold_mechanism": table["hold"]["mechanism"] if s["exo_driver_hold"] else None,
+        "install_state": "latest" if decided["action"] == "upgrade" else "present",
+        "family": table["distributions"][0],
+        "module_stream": built["module_stream"],
+        "persistenced_service": table["persistenced_service"],
+        "mok_key": table["mok_key"],
+        "initramfs_command": table["initramfs_command"],
+        "nouveau_blacklist": bool(s["exo_driver_blacklist_nouveau"] and kernel_module and decided["nouveau"]),
+        "kernel_module_why": None if kernel_module else _no_kernel_module_why(s, decided),
+    }
+    return plan, _package_check(table, plan, s, facts)
+
+
+def _no_kernel_module_why(s, decided):
+    if s["exo_driver_kernel_module"] == "auto":
+        return "the host is a %s container that shares the kernel of the machine it runs on" % decided["container"]
+    return "exo_driver_kernel_module is false"

@@ -20,7 +20,7 @@ import yaml
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.health import VERDICTS
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import settings as driver_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 from tests.helpers import REPO
@@ -31,11 +31,11 @@ NODE = dict(role_settings.defaults("node"), exo_node_id_prefix="h", exo_node_add
 # Each role's reading of its variables: given the variables that differ from the defaults, (values, errors).
 READ = {
     "node": lambda given: node_settings.settings(dict(NODE, **given)),
-    "driver": driver_plan.check_settings,
+    "driver": driver_settings.check_settings,
 }
 # What each role's Python adds to its spec, and the facts it publishes under its prefix.
 ROLES = {"node": (node_settings.RULES, node_settings.PUBLISHED),
-         "driver": (driver_plan.RULES, driver_plan.OUTPUTS)}
+         "driver": (driver_settings.RULES, driver_settings.OUTPUTS)}
 
 ACCEPTED = [
     # numbers, as YAML or -e gives them
@@ -242,7 +242,7 @@ def test_each_type_of_the_spec(option, rule, given, expected):
 
 
 def test_a_variable_left_out_takes_the_specs_default_unless_only_ansible_can_fill_it_in():
-    assert driver_plan.check_settings({}) == (role_settings.defaults("driver"), [])
+    assert driver_settings.check_settings({}) == (role_settings.defaults("driver"), [])
     values, errors = node_settings.settings(dict((n, v) for n, v in NODE.items() if n != "exo_node_id_prefix"))
     assert errors == ["exo_node_id_prefix is not set, and its default is a template of the host's variables that "
                       'only the role fills in ("{{ inventory_hostname }}"); give it, or include the role']

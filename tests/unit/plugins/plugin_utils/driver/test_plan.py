@@ -24,7 +24,9 @@ import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.driver_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import cases, outcome
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.settings import DEFAULTS, FINGERPRINT_RE, PROBE_OPTIONS
 from ansible_collections.gpufleet.exo.plugins.modules import device_facts
 from tests.helpers import REAL_H100 as FIXTURES, REPO
 from tests.simulated.hosts import GPU0, GPU1
@@ -106,7 +108,7 @@ def test_decision_table_over_probed_hosts(probed, name, case, action, nvml_statu
     assert probed[name]["nvml"]["status"] == nvml_status  # what the probe really said
     result = ok(probed[name])
     assert (result["decision"]["case"], result["decision"]["action"]) == (case, action)
-    assert result["decision"]["reason"] == driver_plan.CASES[case][1]
+    assert result["decision"]["reason"] == cases.CASES[case][1]
     # only hosts that need a driver get a plan
     assert (result["plan"] is not None) == (action in ("install", "upgrade"))
 
@@ -284,7 +286,7 @@ def test_extra_vars_strings_are_read_as_ansible_reads_them(probed):
 def test_a_setting_left_out_takes_the_roles_default(probed):
     result = driver_plan.plan(host_facts(probed["no_driver"]), {}, "h")
     assert result["errors"] == []
-    assert result["settings"] == driver_plan.DEFAULTS
+    assert result["settings"] == DEFAULTS
 
 
 @pytest.mark.parametrize("settings, parts", [
@@ -343,9 +345,9 @@ def test_a_branch_the_release_lacks_is_refused_in_plan_only_mode_too(probed, dis
 def test_every_el_release_has_the_fingerprint_of_each_key_it_imports():
     table = distributions.REDHAT
     assert sorted(table["key_fingerprints"]["epel"]) == sorted(table["releases"])
-    assert table["key_fingerprints"]["cuda"][driver_plan.DEFAULTS["exo_driver_cuda_repo_key"]]
+    assert table["key_fingerprints"]["cuda"][DEFAULTS["exo_driver_cuda_repo_key"]]
     for fingerprint in list(table["key_fingerprints"]["epel"].values()) + list(table["key_fingerprints"]["cuda"].values()):
-        assert driver_plan.FINGERPRINT_RE.match(fingerprint), fingerprint
+        assert FINGERPRINT_RE.match(fingerprint), fingerprint
 
 
 def test_the_rpm_keys_are_imported_with_the_fingerprints_given(probed):
@@ -428,13 +430,13 @@ def test_defaults_and_argument_specs_keep_step_with_the_policy():
     with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
         options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
     assert list(ROLE_DEFAULTS) == list(options)
-    assert driver_plan.DEFAULTS == ROLE_DEFAULTS
+    assert DEFAULTS == ROLE_DEFAULTS
 
 
 def test_probe_options_are_the_options_of_device_facts():
     documented = yaml.safe_load(device_facts.DOCUMENTATION)["options"]
-    assert sorted(driver_plan.PROBE_OPTIONS) == sorted(documented)
-    for name, kind in driver_plan.PROBE_OPTIONS.items():
+    assert sorted(PROBE_OPTIONS) == sorted(documented)
+    for name, kind in PROBE_OPTIONS.items():
         assert documented[name]["type"] == kind, name
 
 
@@ -489,7 +491,7 @@ def test_an_upgrade_releases_every_held_driver_package(probed):
     policy = ok(probed["no_driver"], DEBIAN_12_DOCKER)
     lines = ["nvidia-smi hold", "libnvidia-ml1 hold", "nvidia-driver-bin-530 hold", "libcuda1 install",
              "nvidia-persistenced hold", "vim hold", "nvidia-cuda-toolkit hold", "firmware-nvidia-gsp hold"]
-    assert driver_plan.outcome(policy, selections=lines)["release"] == [
+    assert outcome.outcome(policy, selections=lines)["release"] == [
         "nvidia-smi", "libnvidia-ml1", "nvidia-driver-bin-530", "nvidia-persistenced", "firmware-nvidia-gsp"]
 
 
@@ -584,7 +586,7 @@ HOLD_CASES = [
 def test_every_driver_package_installed_is_held(
         probed, case, distribution, settings, packages, versionlock, hold, lock):
     policy = ok(probed["no_driver"], distribution, **settings)
-    found = driver_plan.outcome(policy, packages=packages, versionlock=versionlock)
+    found = outcome.outcome(policy, packages=packages, versionlock=versionlock)
     assert found["hold"] == hold
     if lock is not None:
         assert found["lock"] == lock and found["unlock"] == ["nvidia-driver-cuda"]
@@ -600,28 +602,28 @@ def test_an_upgrade_installs_the_latest_and_an_install_what_is_there(probed):
 def test_the_enabled_module_stream(probed):
     policy = ok(probed["no_driver"], ROCKY_9)
     enabled = "nvidia-driver  580-dkms [e]  default [d], fm, ks  Nvidia driver for 580-dkms branch\n"
-    assert driver_plan.outcome(policy, module_list=enabled)["stream_enabled"] is True
-    assert driver_plan.outcome(policy, module_list=enabled.replace("580", "570"))["stream_enabled"] is False
-    assert driver_plan.outcome(policy, module_list="")["stream_enabled"] is False
+    assert outcome.outcome(policy, module_list=enabled)["stream_enabled"] is True
+    assert outcome.outcome(policy, module_list=enabled.replace("580", "570"))["stream_enabled"] is False
+    assert outcome.outcome(policy, module_list="")["stream_enabled"] is False
 
 
 def test_secure_boot_state_from_mokutil_or_the_efi_variable(probed):
     policy = ok(probed["no_driver"])
-    assert driver_plan.outcome(policy, sb_state="SecureBoot enabled\n")["secure_boot"] is True
-    assert driver_plan.outcome(policy, sb_state="", sb_efivar="   1\n")["secure_boot"] is True
-    assert driver_plan.outcome(policy, sb_state="SecureBoot disabled\n", sb_efivar="   0\n")["secure_boot"] is False
+    assert outcome.outcome(policy, sb_state="SecureBoot enabled\n")["secure_boot"] is True
+    assert outcome.outcome(policy, sb_state="", sb_efivar="   1\n")["secure_boot"] is True
+    assert outcome.outcome(policy, sb_state="SecureBoot disabled\n", sb_efivar="   0\n")["secure_boot"] is False
 
 
 def test_a_failed_modprobe_says_whether_a_reboot_helps(probed):
     policy = ok(probed["no_driver"], DEBIAN_12)
-    refused_key = driver_plan.outcome(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': Key was rejected "
-                                                       "by service\n")["modprobe"]
+    refused_key = outcome.outcome(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': Key was rejected "
+                                                   "by service\n")["modprobe"]
     assert refused_key == {"reboot_required": True, "module_missing": False, "reboot_reason":
                            "Secure Boot refused the nvidia module: enroll /var/lib/dkms/mok.pub with mokutil --import "
                            "and confirm it at the console during the reboot"}
-    absent = driver_plan.outcome(policy, modprobe="modprobe: FATAL: Module nvidia not found in directory /lib/x\n")
+    absent = outcome.outcome(policy, modprobe="modprobe: FATAL: Module nvidia not found in directory /lib/x\n")
     assert absent["modprobe"]["module_missing"] is True and absent["modprobe"]["reboot_required"] is False
-    other = driver_plan.outcome(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': No such device")
+    other = outcome.outcome(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': No such device")
     assert other["modprobe"]["reboot_reason"] == ("modprobe nvidia failed (modprobe: ERROR: could not insert 'nvidia': "
                                                   "No such device); it loads at the next boot")
 
@@ -630,7 +632,7 @@ def verified(probed, policy, after, **found):
     facts = dict(before=probed["no_driver"]["nvml"], caps=probed[after], module_loaded=False, reboot_required=False,
                  reboot_reason=None, module_missing=False, kernel="6.1.0-25-amd64")
     facts.update(found)
-    return driver_plan.outcome(policy, verified=facts)["result"]
+    return outcome.outcome(policy, verified=facts)["result"]
 
 
 def test_the_new_nvml_status_is_explained(probed):

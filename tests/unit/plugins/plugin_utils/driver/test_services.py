@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan as driver_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.settings import DEFAULTS
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import services as driver_services
 from tests.simulated.hosts import NVSWITCHES as SWITCHES
 
@@ -20,7 +20,7 @@ UNITS = ("nvidia-persistenced.service",)
 
 def services(caps, distribution="Ubuntu", installed=None, units=UNITS, check_fabric=False, **settings):
     facts = {"distribution": distribution, "device_capabilities": caps}
-    return driver_services.plan(facts, dict(driver_plan.DEFAULTS, **settings), units, installed or {},
+    return driver_services.plan(facts, dict(DEFAULTS, **settings), units, installed or {},
                                 check_fabric=check_fabric)
 
 
