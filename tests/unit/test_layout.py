@@ -53,11 +53,12 @@ def test_every_path_the_layout_names_exists():
     assert gone == []
 
 
-def test_the_readme_layout_names_every_plugin():
-    """The README's short layout names each module, module_utils and plugin_utils file and each filter by its
-    name (`gpu_choice`, `_driver_packages`, `node_plan`), so that it follows the tree as docs/layout.md does."""
-    with open(os.path.join(REPO, "README.md")) as handle:
-        section = handle.read().split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+def test_the_short_layout_names_every_plugin():
+    """docs/layout.md's short table ("In short") names each module, module_utils and plugin_utils file and each
+    filter by its name (`gpu_choice`, `_driver_packages`, `node_plan`), so that it follows the tree as the
+    page's full tables do."""
+    with open(os.path.join(REPO, "docs", "layout.md")) as handle:
+        section = handle.read().split("\n## In short\n", 1)[1].split("\n## ", 1)[0]
     said = set(os.path.splitext(os.path.basename(word.rstrip("/")))[0] for word in re.findall(r"`([^`]+)`", section))
     plugins = [os.path.relpath(os.path.join(root, name), REPO)
                for root, _dirs, names in os.walk(os.path.join(REPO, "plugins")) for name in names
