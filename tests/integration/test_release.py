@@ -4,7 +4,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-__doc__ = """A release as the README makes one, on a copy of the tree: the README's command verbatim, then
+__doc__ = """A release as docs/layout.md makes one, on a copy of the tree: the page's command verbatim, then
 the changelog holds every fragment for galaxy.yml's version, the fragments are gone, and the artifact
 is that version with its changelog."""
 
@@ -18,7 +18,8 @@ import yaml
 
 from tests.helpers import REPO
 
-README_COMMAND = re.search(r"^(make release .*)$", open(os.path.join(REPO, "README.md")).read(), re.M).group(1)
+with open(os.path.join(REPO, "docs", "layout.md")) as _handle:
+    DOC_COMMAND = re.search(r"^(make release .*)$", _handle.read().split("\n## Development\n", 1)[1], re.M).group(1)
 
 
 def tracked(tmp):
@@ -39,14 +40,14 @@ def words(text):
     return " ".join(re.sub(r"[`*]", "", text).split())
 
 
-def test_the_readmes_release_command_makes_the_changelog_and_the_artifact(tmp_path):
+def test_the_documented_release_command_makes_the_changelog_and_the_artifact(tmp_path):
     tree = tracked(str(tmp_path / "tree"))
     with open(os.path.join(tree, "galaxy.yml")) as handle:
         version = yaml.safe_load(handle)["version"]
     fragments = os.path.join(tree, "changelogs", "fragments")
     written = dict((name, entries(os.path.join(fragments, name))) for name in os.listdir(fragments))
     assert written, "no fragment to release"
-    proc = subprocess.run(["bash", "-c", README_COMMAND], cwd=tree, stdout=subprocess.PIPE,
+    proc = subprocess.run(["bash", "-c", DOC_COMMAND], cwd=tree, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout[-4000:]
     with open(os.path.join(tree, "CHANGELOG.rst")) as handle:
