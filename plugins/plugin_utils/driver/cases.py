@@ -2,7 +2,7 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The driver role's decision table: its cases, which one a host is in (classify), and the decision
-the role publishes for it (exo_driver_decision).
+the role publishes for it (exo_driver_decision); FACTS_READ says what they read of device_capabilities.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -35,6 +35,14 @@ CASES = {
 }
 # NVML states that mean a driver is present and in use but something else is wrong.
 UNHEALTHY = ("no_permission", "gpu_lost", "timeout", "error")
+# What the decision reads of the facts (device_facts_check.check_facts): object is any value.
+FACTS_READ = {
+    "hint": "gather them again with gpufleet.exo.device_facts from this collection (exo_driver_probe: always makes the "
+            "role run it)",
+    "keys": {"pci": list, "nvml": dict, "gpus": list, "driver_needed": bool, "driver_reason": str},
+    "sections": {"nvml": {"status": str, "message": object, "driver_version": object}},
+    "entries": {"pci": {"bus_id": str, "vendor": str, "driver": str}},
+}
 # ansible_virtualization_type values of containers: they share their host's kernel, so the kernel
 # module can only come from that host.
 CONTAINER_TYPES = ("container", "containerd", "docker", "podman", "lxc", "openvz", "systemd-nspawn", "wsl")

@@ -8,55 +8,24 @@ gpufleet.exo.device_facts) and the role's exo_driver_* variables as the user gav
 what the role does there: the decision (which case of the table and why), the packages and
 repositories per distribution, and every problem that must stop the host before any change, each
 message naming the host, the variable, the value as given and what to do. It changes nothing.
-The jobs are in the files beside this one: settings.py, cases.py (the decision table),
+plugins/plugin_utils/device_facts_check.py checks the facts against what cases.py reads of them;
+the other jobs are in the files beside this one: settings.py, cases.py (the decision table),
 distributions.py (where the driver comes from, and a host's packages) and outcome.py (what a run
 found, and the messages worded from the plan).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.device_facts_check import check_facts
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.cases import classify, decision, in_container
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.cases import FACTS_READ, classify, decision, in_container
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.outcome import (
     driver_versions, secure_boot_advice, space_problems)
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.settings import check_settings
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
-FACTS_HINT = ("gather them again with gpufleet.exo.device_facts from this collection "
-              "(exo_driver_probe: always makes the role run it)")
 # Where the nouveau blacklist goes; the same path on every supported distribution.
 NOUVEAU_CONF = "/etc/modprobe.d/gpufleet-exo-nouveau.conf"
 
-
-# ---- facts --------------------------------------------------------------------------------------
-
-def check_facts(caps):
-    """Problems that make device_capabilities unusable here; empty when they follow schema 1."""
-    if not isinstance(caps, dict):
-        return ["ansible_facts.device_capabilities is %s, not the facts of gpufleet.exo.device_facts; %s"
-                % (show(caps)[:80], FACTS_HINT)]
-    if caps.get("schema_version") != 1:
-        return ["ansible_facts.device_capabilities has schema_version %s; this role reads schema 1 (docs/facts.md); %s"
-                % (show(caps["schema_version"]) if "schema_version" in caps else "(missing)", FACTS_HINT)]
-    shapes = (("pci", list), ("nvml", dict), ("gpus", list), ("driver_needed", bool), ("driver_reason", str))
-    lacking = [key for key, shape in shapes if not isinstance(caps.get(key), shape)]
-    if lacking:
-        return ["ansible_facts.device_capabilities lacks %s (partial or foreign facts); %s"
-                % (", ".join(lacking), FACTS_HINT)]
-    nvml_lacking = [key for key in ("status", "message", "driver_version") if key not in caps["nvml"]]
-    if nvml_lacking or not isinstance(caps["nvml"].get("status"), str):
-        return ["ansible_facts.device_capabilities.nvml lacks %s (partial or foreign facts); %s"
-                % (", ".join(nvml_lacking) or "a status", FACTS_HINT)]
-    for device in caps["pci"]:
-        device_lacking = [key for key in ("bus_id", "vendor", "driver")
-                          if not isinstance(device, dict) or not isinstance(device.get(key), str)]
-        if device_lacking:
-            return ["ansible_facts.device_capabilities.pci entry %s lacks %s (partial or foreign facts); %s"
-                    % (show(device)[:80], ", ".join(device_lacking), FACTS_HINT)]
-    return []
-
-
-# ---- the plan -------------------------------------------------------------------------------------
 
 def _reboot_blocker(s, host, connection, container):
     """Why a reboot the driver needs would not happen, or None when the role may reboot."""
@@ -90,7 +59,7 @@ def plan(facts, raw_settings, host, connection=None):
               "summary": None, "nouveau_conf": NOUVEAU_CONF, "versions": None}
     raw = dict(raw_settings or {})
     values, errors = check_settings(raw)
-    errors += check_facts((facts or {}).get("device_capabilities"))
+    errors += check_facts((facts or {}).get("device_capabilities"), FACTS_READ)
     if errors:
         result["errors"] = ["host %s: %s" % (host, error) for error in errors]
         return result

@@ -13,9 +13,10 @@ instance, and why), instances.py, backend_refusals.py, cluster.py and outcome.py
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.device_facts_check import check_facts
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import address_error
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import check_facts, mig_minors, to_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import FACTS_READ, cuda_start_problems, mig_minors, to_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import (
     instance_name, port_errors, removals, render, visibility_errors)
@@ -49,7 +50,7 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
     if s.get("exo_node_firewall") and "exo_node_address" in s and address_error(s["exo_node_address"]):
         errors.append(address_error(s["exo_node_address"]))
     if facts is not None:
-        errors += check_facts(facts)
+        errors += check_facts(facts, FACTS_READ) or cuda_start_problems(facts)
     if errors or facts is None:
         result["errors"] = ["host %s: %s" % (host, e) for e in errors]
         return result

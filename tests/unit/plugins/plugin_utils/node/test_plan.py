@@ -279,7 +279,7 @@ def test_partial_facts_are_named(probed):
     del facts["gpus"][0]["minor"]
     refused(facts, "gpus entry", "lacks minor", version=None)
     facts = dict(probed["one"], schema_version=2)
-    refused(facts, "has schema_version 2; this role reads 1", version=None)
+    refused(facts, "has schema_version 2; this role reads schema 1", version=None)
 
 
 # ---- no silent teardown -------------------------------------------------------------------------
