@@ -32,7 +32,10 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
     others = {}
     for name in set(clusters.cluster_names(cluster_hosts)) | set(play_hosts):
         if name != host and name in hostvars:
-            others[name] = hostvars[name].get("exo_node_instances")
+            # The role publishes them as a fact: read there, a cached fact read as a top-level variable is
+            # deprecated (ansible-core 2.24 stops injecting facts as variables).
+            facts = hostvars[name].get("ansible_facts") or {}
+            others[name] = facts["exo_node_instances"] if "exo_node_instances" in facts else hostvars[name].get("exo_node_instances")
     peers, errors = clusters.cluster(host, instances, cluster_hosts, list(inventory_hosts), others)
     return {"peers": peers, "errors": errors}
 

@@ -175,9 +175,9 @@ def test_preflight_checks_the_fleet_and_changes_nothing(fleet):
     assert kinds == {"gpu-a": ["gpu"] * 4, "gpu-b": ["cpu"], "cpu-a": ["cpu"]}
     # Neither the install nor the configure phase ran.
     names = set(ran(report, "node")) | set(ran(report, "driver"))
-    assert not names & {"Install exo", "Configure the instances", "Remove the instances that left",
+    assert not names & {"Create exo's virtualenv", "Write each instance's environment", "Stop and disable them",
                         "Install the packages of the plan", "Load the driver, rebooting where that is needed and allowed"}
-    assert "Check the inputs" in names and "Decide from the device facts" in names
+    assert "Find what is wrong with the role's variables" in names and "Decide from the device facts" in names
 
 
 def test_driver_tag_and_limit_run_the_driver_play_alone_on_one_host(fleet):

@@ -29,3 +29,16 @@ def test_cluster_hosts_must_be_in_the_inventory(probed):
     assert errors == ["host h: exo_node_cluster_hosts names \"gpu99\", not in the inventory; list inventory hosts "
                       "(or a group: \"{{ groups['name'] }}\")"]
     assert list(peers) == ["h-" + uuid(0)]
+
+
+def test_the_filter_reads_a_peer_published_as_a_fact_or_as_a_variable(probed):
+    """node_cluster reads another host's instances from its ansible_facts, where the role publishes them
+    (a cached fact read as a top-level variable is deprecated in ansible-core 2.21), else from its variables."""
+    from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_cluster
+    mine = ok(probed["one"])["instances"]
+    theirs = ok(probed["two"], exo_node_address="10.0.0.2")["instances"]
+    for hostvars in ({"g": {"ansible_facts": {"exo_node_instances": theirs}}}, {"g": {"exo_node_instances": theirs}}):
+        found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], dict(hostvars, h={}))
+        assert sorted(found["peers"]) == ["h-" + uuid(0), "h-" + uuid(1)], hostvars
+    found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], {"h": {}, "g": {"ansible_facts": {}}})
+    assert list(found["peers"]) == ["h-" + uuid(0)]
