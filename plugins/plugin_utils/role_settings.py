@@ -1,14 +1,34 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The roles' one settings engine: every variable of a role read and checked as the user gave it.
+"""The roles' one settings engine: each role variable read as given, checked for what ansible-core cannot.
 
-A role's meta/argument_specs.yml says what each variable is (type, elements, choices, default); the
-role's own Python adds a small table of what the spec cannot say (RULES: number ranges, patterns,
-custom readers) and its cross-field checks. check() reads a dict of the role's variables, as YAML
-wrote them or as strings (-e name=value), and returns them coerced with one message per problem:
-each names the variable, the value as given and what to do. The roles call it from their planners,
-so their own messages speak instead of ansible-core's validation (which prints the whole spec).
+A role's meta/argument_specs.yml says what each variable is (type, elements, choices, default), and
+ansible-core checks exactly that whenever the role is called (roles:, import_role, include_role):
+its validate_argument_spec runs before the role's first task and refuses a value of the wrong type
+or outside the choices, with its own message. The engine adds what that check cannot do:
+
+- coerce: core's check converts a value to test it but hands the tasks the value as given, so
+  -e exo_node_api_port=8000 reaches them as the string "8000"; check() returns every variable as
+  its type means it (numbers, booleans, lists, mappings), with the spec's default where it is unset;
+- name the variables with the role's prefix that the spec does not have, with the nearest one
+  ("did you mean ..."): core checks the arguments given to the role, never its variables;
+- apply the role's RULES, what the spec cannot say: number ranges, patterns, custom readers;
+- refuse what core converts without a word: a boolean for a number (core reads true as 1), a
+  number or a boolean for a string (core turns an unquoted 3.10 into "3.1"), a relative path, a
+  list given as one string where an entry may hold a comma (core splits it at commas);
+- and the role's own Python adds the checks across variables.
+
+It checks no type or choice a second time with a message of its own. Where a value is nothing of
+its type ("abc" for a number, "maybe" for a boolean, a list for a mapping), coercion has nothing to
+hand on; where it is not one of the spec's choices, the planners, which pick by choice, have nothing
+to pick. Reading and refusing are one step there, so the engine refuses (CoreRefused), but it reads
+with ansible-core's own converters (ansible.module_utils.common.validation) and compares choices as
+core does, so it refuses such a value only where core's check has refused it before the role's
+first task: called as a role, that refusal is unreachable and core's message is the one the user
+sees. It speaks only where core's check did not run: the filters called on their own, a role's
+tasks run with tasks_from. The unit tests hold the engine to this, value by value, against core's
+check of the real specs. Each message names the variable, the value as given and what to do.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -21,7 +41,7 @@ import os
 
 import yaml
 
-from ansible.module_utils.common.validation import check_type_bool
+from ansible.module_utils.common.validation import check_type_bool, check_type_dict, check_type_float, check_type_int
 
 # This file is plugins/plugin_utils/role_settings.py: the roles are two levels up, beside plugins.
 ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
@@ -29,6 +49,10 @@ ROLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abs
 
 class SettingError(Exception):
     """A value the role cannot use; the message says what it is and what to do."""
+
+
+class CoreRefused(SettingError):
+    """A wrong type or choice: ansible-core's check of the spec refuses it first as the role is called (see above)."""
 
 
 def show(value):
@@ -63,7 +87,7 @@ def as_bool(name, value):
     try:
         return check_type_bool(value)
     except TypeError:
-        raise SettingError("%s is %s; give true or false" % (name, show(value)))
+        raise CoreRefused("%s is %s; give true or false" % (name, show(value)))
 
 
 def _within(number, low, high):
@@ -72,14 +96,15 @@ def _within(number, low, high):
 
 def as_number(name, value, bounds=(None, None), whole=True, example=None):
     """value as an int (whole) or a float within bounds (low, high); None: no bound on that side."""
+    problem = "%s is %s, not %s%s" % (name, show(value), "a whole number" if whole else "a number",
+                                      "" if example is None else "; give one such as %s" % example)
+    # A boolean is a number to Python and to ansible-core's check (true is 1), never to the user.
+    if isinstance(value, bool):
+        raise SettingError(problem)
     try:
-        # A boolean is a number to Python, never to the user.
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ValueError(value)
-        number = (int if whole else float)(str(value).strip())
-    except ValueError:
-        raise SettingError("%s is %s, not %s%s" % (name, show(value), "a whole number" if whole else "a number",
-                                                   "" if example is None else "; give one such as %s" % example))
+        number = (check_type_int if whole else check_type_float)(value)
+    except (TypeError, ValueError, ArithmeticError):
+        raise CoreRefused(problem)
     low, high = bounds
     if not _within(number, low, high):
         limit = ("%s or more" % low if high is None else "%s or less" % high if low is None
@@ -109,20 +134,19 @@ def as_list(name, value, split=","):
             return [entry.strip() for entry in text.split(split)] if text else []
         raise SettingError("%s is the string %s; give a list, for example -e '{\"%s\": [\"...\"]}'"
                            % (name, show(value), name))
-    raise SettingError("%s is %s; give a list" % (name, show(value)))
+    # A single number (or boolean) is a list of one, as for ansible-core; the spec's elements judge it.
+    if isinstance(value, (int, float)):
+        return [value]
+    raise CoreRefused("%s is %s; give a list" % (name, show(value)))
 
 
 def as_dict(name, value):
-    """A mapping, from a mapping or from the JSON text -e name='{...}' gives."""
-    if isinstance(value, str) and value.strip().startswith("{"):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            pass
-    if not isinstance(value, dict):
-        raise SettingError("%s is %s; give a mapping of names to values, for example "
-                           "-e '{\"%s\": {\"NAME\": \"value\"}}'" % (name, show(value), name))
-    return dict(value)
+    """A mapping, from a mapping or from the text -e gives: JSON ('{...}') or NAME=value pairs, as core reads it."""
+    try:
+        return dict(check_type_dict(value))
+    except (TypeError, ValueError):
+        raise CoreRefused("%s is %s; give a mapping of names to values, for example "
+                          "-e '{\"%s\": {\"NAME\": \"value\"}}'" % (name, show(value), name))
 
 
 # What YAML makes of an unquoted word that was meant as a string.
@@ -157,12 +181,13 @@ def _scalar(kind, name, value, bounds=(None, None), example=None):
 
 def _choose(name, value, choices):
     if value not in choices:
-        raise SettingError("%s is %s; choose one of %s" % (name, show(value), ", ".join(show(c) for c in choices)))
+        raise CoreRefused("%s is %s; choose one of %s" % (name, show(value), ", ".join(show(c) for c in choices)))
     return value
 
 
 def read(name, value, option, rule):
     """One variable as given, read by its spec option and its rule (see check()); raises SettingError."""
+    # As ansible-core's check: null for a variable whose default is null is no value to read.
     if value is None and option.get("default") is None:
         return None
     if "read" in rule:
@@ -202,6 +227,8 @@ def unknown(role, raw, published=()):
 def check(role, raw, rules, published=()):
     """(values, errors): every variable of the role, from raw as the user gave it, coerced and checked.
 
+    A wrong type or choice is refused as CoreRefused: ansible-core's check of the spec refuses it
+    first where the role is called as a role (see the module docstring).
     role: the role's directory name under roles/; its variables start with exo_<role>_.
     rules: what the spec cannot say, per variable; each key is optional:
       "range"  (low, high) for an int or float, None for no bound on that side;

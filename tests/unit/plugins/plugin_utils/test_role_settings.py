@@ -8,14 +8,18 @@ __doc__ = """The roles' settings engine (plugins/plugin_utils/role_settings.py) 
 
 Each case is a variable, the value as the user gave it (YAML, or the string -e name=value gives) and
 what the role reads: the value, or the one line it refuses it with. The other variables keep the
-role's defaults.
+role's defaults. ansible-core's check of the spec (ArgumentSpecValidator, which its
+validate_argument_spec runs as a role is called) checks types and choices first: each case also says
+what that check does with the value, so that a value is refused by one of the two, never by both.
 """
 
+import copy
 import os
 import re
 
 import pytest
 import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.health import VERDICTS
@@ -37,10 +41,20 @@ READ = {
 ROLES = {"node": (node_settings.RULES, node_settings.PUBLISHED),
          "driver": (driver_settings.RULES, driver_settings.OUTPUTS)}
 
+
+
+def core_check(options, given):
+    """The errors of ansible-core's check of a spec's options, as validate_argument_spec runs it for a role."""
+    return ArgumentSpecValidator(copy.deepcopy(options)).validate(
+        copy.deepcopy(given), validate_role_argument_spec=True).error_messages
+
+
 ACCEPTED = [
     # numbers, as YAML or -e gives them
     ("node", "exo_node_api_port", 52416, 52416),
     ("node", "exo_node_api_port", "52416", 52416),
+    ("node", "exo_node_api_port", "52416.0", 52416),
+    ("node", "exo_node_api_port", 52416.0, 52416),
     ("node", "exo_node_api_port", " 65535 ", 65535),
     ("node", "exo_node_min_memory_mib", "0", 0),
     ("node", "exo_node_max_exposure", "2.5", 2.5),
@@ -56,6 +70,7 @@ ACCEPTED = [
     ("node", "exo_node_gpus", "0, 2", ["0", "2"]),
     ("node", "exo_node_gpus", "[0, 2]", [0, 2]),
     ("node", "exo_node_gpus", "", []),
+    ("node", "exo_node_gpus", 0, [0]),
     ("node", "exo_node_cluster_hosts", "a,b", ["a", "b"]),
     ("node", "exo_node_cpu_packages", "clang,llvm", ["clang", "llvm"]),
     ("node", "exo_node_extra_args", '["--max-parallel-downloads=2"]', ["--max-parallel-downloads=2"]),
@@ -63,6 +78,7 @@ ACCEPTED = [
     # mappings: YAML, or the JSON text -e name='{...}' gives
     ("node", "exo_node_extra_env", {"HF_HUB_OFFLINE": "1"}, {"HF_HUB_OFFLINE": "1"}),
     ("node", "exo_node_extra_env", '{"HF_HUB_OFFLINE": "1"}', {"HF_HUB_OFFLINE": "1"}),
+    ("node", "exo_node_extra_env", "HF_HUB_OFFLINE=1 DEBUG=2", {"HF_HUB_OFFLINE": "1", "DEBUG": "2"}),
     ("driver", "exo_driver_probe_options", {"timeout": "5"}, {"timeout": 5.0}),
     # strings, paths, choices and patterns
     ("node", "exo_node_data_dir", "/srv/exo", "/srv/exo"),
@@ -82,16 +98,16 @@ ACCEPTED = [
     ("driver", "exo_driver_ubuntu_mirror", "http://mirror.example.org/ubuntu", "http://mirror.example.org/ubuntu"),
 ]
 
+# What ansible-core's check of the spec lets through and only the engine refuses: ranges, patterns,
+# what core converts without a word (a boolean for a number, a number for a string), lists that must be JSON.
 REFUSED = [
     # numbers
-    ("node", "exo_node_api_port", "abc", 'exo_node_api_port is "abc", not a whole number; give one such as 52415'),
     ("node", "exo_node_api_port", True, "exo_node_api_port is true, not a whole number; give one such as 52415"),
     ("node", "exo_node_api_port", 70000, "exo_node_api_port is 70000; it must be from 1 to 65535"),
+    ("node", "exo_node_api_port", "70000", 'exo_node_api_port is "70000"; it must be from 1 to 65535'),
     ("node", "exo_node_min_memory_mib", "-1", 'exo_node_min_memory_mib is "-1"; it must be 0 or more'),
-    ("node", "exo_node_max_exposure", "high", 'exo_node_max_exposure is "high", not a number; give one such as 2.0'),
     ("node", "exo_node_max_exposure", 11, "exo_node_max_exposure is 11; it must be from 0.0 to 10.0"),
-    ("driver", "exo_driver_min_free_mib", "lots",
-     'exo_driver_min_free_mib is "lots", not a whole number; give one such as 1536'),
+    ("node", "exo_node_max_exposure", True, "exo_node_max_exposure is true, not a number; give one such as 2.0"),
     ("driver", "exo_driver_reboot_timeout", 5, "exo_driver_reboot_timeout is 5; it must be from 60 to 86400"),
     # paths the unit files name
     ("node", "exo_node_data_dir", "/var/lib/my exo",
@@ -110,16 +126,6 @@ REFUSED = [
     ("node", "exo_node_git_version", "main",
      'exo_node_git_version is "main"; give the full 40-character id of exo\'s commit: a branch or tag can move, '
      "and pip reads a short id as a branch or tag name first"),
-    # booleans
-    ("node", "exo_node_mig", "maybe", 'exo_node_mig is "maybe"; give true or false'),
-    ("driver", "exo_driver_reboot", [], "exo_driver_reboot is []; give true or false"),
-    # choices
-    ("node", "exo_node_gpu_health", "bad", 'exo_node_gpu_health is "bad"; choose one of "ok", "degraded", "unusable"'),
-    ("node", "exo_node_refresh_facts", "sometimes",
-     'exo_node_refresh_facts is "sometimes"; choose one of "auto", "always", "never"'),
-    ("node", "exo_node_numa_policy", "none",
-     'exo_node_numa_policy is "none"; choose one of "", "preferred", "bind", "interleave"'),
-    ("driver", "exo_driver_flavor", "Full", 'exo_driver_flavor is "Full"; choose one of "compute", "full"'),
     # strings and paths
     ("node", "exo_node_install_dir", "opt/exo", 'exo_node_install_dir is "opt/exo"; give an absolute path'),
     ("node", "exo_node_git_version", 1234567,
@@ -127,6 +133,7 @@ REFUSED = [
     ("node", "exo_node_python_min_version", 3.1,
      "exo_node_python_min_version is 3.1; give a string, in quotes: unquoted, YAML reads it as a number"),
     ("node", "exo_node_pip_extra_args", ["--timeout", "60"], 'exo_node_pip_extra_args is ["--timeout", "60"]; give a string'),
+    ("node", "exo_node_numa_policy", None, "exo_node_numa_policy is null; give a string"),
     # patterns
     ("node", "exo_node_python_min_version", "3",
      'exo_node_python_min_version is "3"; give a major.minor release in quotes, such as "3.10"'),
@@ -147,22 +154,70 @@ REFUSED = [
                                                                 "give a file name under the repository URL, such as "
                                                                 "D42D0685.pub"),
     # lists and their entries
-    ("node", "exo_node_gpus", {"a": 1}, 'exo_node_gpus is {"a": 1}; give a list'),
     ("node", "exo_node_gpus", "[0, 2", 'exo_node_gpus is "[0, 2", which is not a JSON list; give a list, for example '
                                        "-e '{\"exo_node_gpus\": [0, 2]}'"),
     ("node", "exo_node_extra_args", "--x=1", 'exo_node_extra_args is the string "--x=1"; give a list, for example '
                                              "-e '{\"exo_node_extra_args\": [\"...\"]}'"),
     ("node", "exo_node_cpu_packages", [5],
      "exo_node_cpu_packages entry is 5; give a string, in quotes: unquoted, YAML reads it as a number"),
-    # mappings
-    ("node", "exo_node_extra_env", "A=b", 'exo_node_extra_env is "A=b"; give a mapping of names to values, for example '
-                                          "-e '{\"exo_node_extra_env\": {\"NAME\": \"value\"}}'"),
-    ("node", "exo_node_probe_options", [], "exo_node_probe_options is []; give a mapping of names to values, for "
-                                           "example -e '{\"exo_node_probe_options\": {\"NAME\": \"value\"}}'"),
     # the driver's own kinds
     ("driver", "exo_driver_kernel_module", "sometimes", 'exo_driver_kernel_module is "sometimes"; give auto, true or false'),
     ("driver", "exo_driver_branch", "535.129.03",
      'exo_driver_branch is "535.129.03", a driver version; give its branch, the first number: 535'),
+    ("driver", "exo_driver_probe_options", "rootfs=/srv",
+     'exo_driver_probe_options is "rootfs=/srv"; give a mapping of gpufleet.exo.device_facts options, for example '
+     "-e '{\"exo_driver_probe_options\": {\"tinygrad\": false}}'"),
+]
+
+# What ansible-core's check of the spec refuses as the role is called, before any task: (role, variable, value,
+# the start of core's message, and the engine's where core's check did not run). The engine cannot read such a
+# value either (CoreRefused): called as a role, its message never comes second.
+CORE_REFUSED = [
+    # numbers
+    ("node", "exo_node_api_port", "abc", "argument 'exo_node_api_port' is of type str and we were unable to convert "
+                                         "to int", 'exo_node_api_port is "abc", not a whole number; give one such as 52415'),
+    ("node", "exo_node_api_port", None, "argument 'exo_node_api_port' is of type NoneType and we were unable to "
+                                        "convert to int", "exo_node_api_port is null, not a whole number; give one such "
+                                                          "as 52415"),
+    ("node", "exo_node_api_port", "52415.5", "argument 'exo_node_api_port' is of type str and we were unable to convert "
+                                             "to int", 'exo_node_api_port is "52415.5", not a whole number; give one '
+                                                       "such as 52415"),
+    ("node", "exo_node_max_exposure", "high", "argument 'exo_node_max_exposure' is of type str and we were unable to "
+                                              "convert to float", 'exo_node_max_exposure is "high", not a number; give '
+                                                                  "one such as 2.0"),
+    ("driver", "exo_driver_min_free_mib", "lots", "argument 'exo_driver_min_free_mib' is of type str and we were unable "
+                                                  "to convert to int", 'exo_driver_min_free_mib is "lots", not a whole '
+                                                                       "number; give one such as 1536"),
+    # booleans
+    ("node", "exo_node_mig", "maybe", "argument 'exo_node_mig' is of type str and we were unable to convert to bool",
+     'exo_node_mig is "maybe"; give true or false'),
+    ("driver", "exo_driver_reboot", [], "argument 'exo_driver_reboot' is of type list and we were unable to convert to "
+                                        "bool", "exo_driver_reboot is []; give true or false"),
+    # lists and mappings
+    ("node", "exo_node_gpus", {"a": 1}, "argument 'exo_node_gpus' is of type dict and we were unable to convert to list",
+     'exo_node_gpus is {"a": 1}; give a list'),
+    ("node", "exo_node_extra_env", "HF_HUB_OFFLINE", "argument 'exo_node_extra_env' is of type str and we were unable "
+                                                     "to convert to dict",
+     'exo_node_extra_env is "HF_HUB_OFFLINE"; give a mapping of names to values, for example '
+     "-e '{\"exo_node_extra_env\": {\"NAME\": \"value\"}}'"),
+    ("node", "exo_node_probe_options", [], "argument 'exo_node_probe_options' is of type list and we were unable to "
+                                           "convert to dict",
+     "exo_node_probe_options is []; give a mapping of names to values, for example "
+     "-e '{\"exo_node_probe_options\": {\"NAME\": \"value\"}}'"),
+    # choices
+    ("node", "exo_node_gpu_health", "bad", "value of exo_node_gpu_health must be one of: ok, degraded, unusable, got: "
+                                           "bad",
+     'exo_node_gpu_health is "bad"; choose one of "ok", "degraded", "unusable"'),
+    ("node", "exo_node_refresh_facts", "sometimes", "value of exo_node_refresh_facts must be one of: auto, always, "
+                                                    "never, got: sometimes",
+     'exo_node_refresh_facts is "sometimes"; choose one of "auto", "always", "never"'),
+    ("node", "exo_node_numa_policy", "none", "value of exo_node_numa_policy must be one of: , preferred, bind, "
+                                             "interleave, got: none",
+     'exo_node_numa_policy is "none"; choose one of "", "preferred", "bind", "interleave"'),
+    ("node", "exo_node_discovery", "mdns", "value of exo_node_discovery must be one of: manual, udp, got: mdns",
+     'exo_node_discovery is "mdns"; choose one of "manual", "udp"'),
+    ("driver", "exo_driver_flavor", "Full", "value of exo_driver_flavor must be one of: compute, full, got: Full",
+     'exo_driver_flavor is "Full"; choose one of "compute", "full"'),
 ]
 
 UNKNOWN = [
@@ -190,6 +245,7 @@ IGNORED = [
 
 @pytest.mark.parametrize("role, name, given, value", ACCEPTED)
 def test_a_value_as_given_is_read_as_the_role_means_it(role, name, given, value):
+    assert core_check(role_settings.options(role), {name: given}) == []
     values, errors = READ[role]({name: given})
     assert errors == []
     assert values[name] == value and type(values[name]) is type(value)
@@ -197,12 +253,54 @@ def test_a_value_as_given_is_read_as_the_role_means_it(role, name, given, value)
 
 @pytest.mark.parametrize("role, name, given, message", REFUSED)
 def test_a_bad_value_is_refused_in_one_line_with_the_variable_the_value_and_what_to_do(role, name, given, message):
+    # ansible-core's check lets it through: the engine's line is the only one the user sees.
+    assert core_check(role_settings.options(role), {name: given}) == []
     values, errors = READ[role]({name: given})
     assert errors == [message]
     assert name not in values
     # A bad entry of a list is shown alone.
     assert "\n" not in message and message.startswith(name + " ")
     assert show(given) in message or any(" entry is %s;" % show(entry) in message for entry in given)
+
+
+@pytest.mark.parametrize("role, name, given, core, engine", CORE_REFUSED)
+def test_a_wrong_type_or_choice_is_refused_by_ansible_cores_check_first(role, name, given, core, engine):
+    errors = core_check(role_settings.options(role), {name: given})
+    assert len(errors) == 1 and errors[0].startswith(core), errors
+    # Unreachable after core's check; where that check did not run, one line as for the engine's own.
+    values, engine_errors = READ[role]({name: given})
+    assert engine_errors == [engine] and name not in values
+    with pytest.raises(role_settings.CoreRefused):
+        role_settings.read(name, given, role_settings.options(role)[name], ROLES[role][0].get(name, {}))
+
+
+# Every kind of value, as YAML or -e gives it, against every type the spec may give a variable.
+VALUES = ["abc", "", " ", "8000", " 8000 ", "8000.0", "8000.5", "1e3", "-1", "nan", "yes", "maybe", "0,2", "[0, 2]",
+          "[0, 2", '{"A": "b"}', "{'A': 'b'}", "{A", "A=b", "A=b C=d", 0, 1, 2, -1, 8000, 8000.0, 8000.5, True, False,
+          None, [], [0], ["a"], [None], [[0]], ["yes", "no"], {}, {"a": 1}]
+TYPES = ([{"type": kind} for kind in ("int", "float", "bool", "str", "path", "dict", "list", "raw")]
+         + [{"type": "list", "elements": kind} for kind in ("str", "path", "int", "float", "bool", "dict", "raw")]
+         + [{"type": "str", "choices": ["", "abc", "yes"]}, {"type": "int", "choices": [0, 8000]},
+            {"type": "list", "elements": "str", "choices": ["a", "0", "2"]}])
+
+
+@pytest.mark.parametrize("default", [None, "set"])
+@pytest.mark.parametrize("option", TYPES, ids=lambda option: "-".join(str(value) for value in option.values()))
+def test_the_engine_refuses_a_type_or_choice_only_where_ansible_cores_check_refuses_it(option, default):
+    # So that the engine's message never follows core's: it converts with core's converters.
+    option = dict(option, default=default)
+    wrong = []
+    for given in VALUES:
+        try:
+            role_settings.read("x", given, option, {})
+            refused = False
+        except role_settings.CoreRefused:
+            refused = True
+        except role_settings.SettingError:
+            refused = False
+        if refused and not core_check({"x": option}, {"x": given}):
+            wrong.append(given)
+    assert wrong == []
 
 
 @pytest.mark.parametrize("role, name, given, message", UNKNOWN)
@@ -239,6 +337,13 @@ def test_each_type_of_the_spec(option, rule, given, expected):
         assert role_settings.read("x", given, option, rule) == expected
     except role_settings.SettingError as problem:
         assert str(problem) == expected
+
+
+def test_ansible_cores_check_refuses_a_list_entry_outside_the_choices_first():
+    option = {"type": "list", "elements": "str", "choices": ["cuda", "nv"]}
+    assert core_check({"x": option}, {"x": "nv,cuda"}) == []
+    assert core_check({"x": option}, {"x": ["cuda", "vulkan"]}) == [
+        "value of x must be one or more of: cuda, nv. Got no match for: vulkan"]
 
 
 def test_a_variable_left_out_takes_the_specs_default_unless_only_ansible_can_fill_it_in():
