@@ -8,6 +8,7 @@ connection: its own Python interpreter, a wrapper that loads the simulated libnv
 host's GPUs, and its own simulated /sys. A second inventory source adds only that and the settings
 that keep the run on this machine (paths under the test's folder, the driver role planning only).
 The runs report through ansible.posix.json, so the tests see which play ran which task on which host.
+The README's facts command runs over the same fleet.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -88,7 +89,8 @@ def run(fleet, command):
     """Run a command of the page over the simulated fleet: (ansible-playbook's exit status, its JSON report)."""
     tmp = fleet[0]
     args = shlex.split(command)
-    assert args[:4] == ["ansible-playbook", "-i", "inventory.yml", "gpufleet.exo.site"], command
+    assert args[:3] == ["ansible-playbook", "-i", "inventory.yml"], command
+    assert args[3] in ("gpufleet.exo.site", "gpufleet.exo.facts"), command
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="4", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".build", "collections"))
@@ -102,6 +104,15 @@ def run(fleet, command):
         return proc.returncode, json.loads(proc.stdout)
     except ValueError:
         raise AssertionError("no JSON report: %s\n%s" % (proc.stdout[-3000:], proc.stderr[-3000:]))
+
+
+def readme_command(playbook):
+    """The README's one command that runs the playbook on inventory.yml."""
+    with open(os.path.join(REPO, "README.md")) as handle:
+        found = re.findall(r"^(ansible-playbook -i inventory\.yml gpufleet\.exo\.%s(?: .*?)?)(?:\s+#.*)?$" % playbook,
+                           handle.read(), re.M)
+    assert len(found) == 1, "the README has no single command for gpufleet.exo.%s: %s" % (playbook, found)
+    return found[0]
 
 
 def command(fleet, *parts):
@@ -198,3 +209,22 @@ def test_a_group_outside_exo_nodes_is_probed_and_left_alone(fleet):
     assert set(report["stats"]) == {"gpu-t"} and report["stats"]["gpu-t"]["changed"] == 0
     assert hosts_of(ran(report, "probe")) == {"gpu-t"}
     assert hosts_of(ran(report, "driver")) == set() and hosts_of(ran(report, "node")) == set()
+
+
+def test_the_readme_facts_command_probes_every_host_and_writes_the_report(fleet):
+    reports = os.path.join(fleet[0], "reports")
+    for name in os.listdir(reports):  # the site runs above write theirs here too
+        os.remove(os.path.join(reports, name))
+    rc, report = run(fleet, readme_command("facts"))
+    assert rc == 0, failures(report)
+    assert hosts_of(ran(report, "probe")) == set(SIMULATED)
+    assert ran(report, "probe")["Group the hosts whose facts show NVIDIA hardware"] == {"gpu-a", "gpu-b", "gpu-t"}
+    assert all(s["changed"] == 0 and s["failures"] == 0 for s in report["stats"].values()), report["stats"]
+    written = sorted(os.listdir(reports))
+    assert [re.sub(r"\d{8}T\d{6}Z", "STAMP", name) for name in written] == ["fleet-STAMP.html", "fleet-STAMP.json"]
+    with open(os.path.join(reports, written[1])) as handle:
+        hosts = dict((h["host"], h) for h in json.load(handle)["hosts"])
+    # The report holds every host of the inventory, as its simulated hardware is.
+    assert sorted(hosts) == sorted(SIMULATED)
+    assert [len(hosts[h]["gpus"]) for h in ("gpu-a", "gpu-t", "cpu-a")] == [4, 1, 0]
+    assert hosts["gpu-b"]["driver_needed"] is True
