@@ -132,12 +132,12 @@ def exo_venv(directory, python):
     with zipfile.ZipFile(wheel) as archive:
         metadata = archive.read("exo-0.0.1.dist-info/METADATA").decode()
     defaults = role_settings.defaults("node")
-    plan = exo_requirements.plan(metadata, defaults["exo_node_skip_requirements"], defaults["exo_node_replace_requirements"],
-                                 settings["exo_node_tinygrad_requirement"])
+    declared = exo_requirements.requirements(metadata, defaults["exo_node_skip_requirements"],
+                                             defaults["exo_node_replace_requirements"], settings["exo_node_tinygrad_requirement"])
     venv = os.path.join(WORK, "venv")
     stamp = os.path.join(venv, "gpufleet-bench.json")
     with open(wheel, "rb") as handle:
-        wanted = {"exo": hashlib.sha256(handle.read()).hexdigest(), "install": plan["install"], "python": python}
+        wanted = {"exo": hashlib.sha256(handle.read()).hexdigest(), "install": declared["install"], "python": python}
     if os.path.isfile(stamp):
         with open(stamp) as handle:
             if json.load(handle) == wanted:
@@ -145,7 +145,7 @@ def exo_venv(directory, python):
     shutil.rmtree(venv, ignore_errors=True)
     pip = [os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--disable-pip-version-check", "--no-index",
            "--find-links", directory]
-    for command in ([python, "-m", "venv", venv], pip + ["--no-deps", wheel], pip + plan["install"]):
+    for command in ([python, "-m", "venv", venv], pip + ["--no-deps", wheel], pip + declared["install"]):
         quiet(command)
     with open(stamp, "w") as handle:
         json.dump(wanted, handle)
@@ -175,7 +175,7 @@ def place(store, homes):
         found.append({"item": repo, "files": [{"path": os.path.join(d, f), "size": os.path.getsize(os.path.join(d, f))}
                                               for d, dummy, files in os.walk(top) for f in files]})
     instances = [{"name": os.path.basename(h), "home": h, "env": {"TMPDIR": h + "/tmp"}} for h in homes]
-    placement = models.plan("localhost", settings, instances, store={"results": found})
+    placement = models.placement("localhost", settings, instances, store={"results": found})
     if errors or placement["errors"]:
         sys.exit("; ".join(errors + placement["errors"]))
     for directory in placement["store_dirs"] + placement["dirs"]:

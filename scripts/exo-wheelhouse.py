@@ -172,8 +172,8 @@ def vars_text(dest, exo_wheel, tinygrad_requirement, args):
 
 def build(args, defaults):
     dest = os.path.abspath(args.dest)
-    requirements = load_module("exo_requirements", REQUIREMENTS_CODE)
-    errors = requirements.check_settings(defaults["skip"], defaults["replace"], "")
+    exo_requirements = load_module("exo_requirements", REQUIREMENTS_CODE)
+    errors = exo_requirements.check_settings(defaults["skip"], defaults["replace"], "")
     if errors:
         raise Failure("; ".join(errors))
     python_tag = "cp" + args.python.replace(".", "")
@@ -200,9 +200,9 @@ def build(args, defaults):
         exo_wheel = build_wheel(sys.executable, args.exo, work)
         metadata = wheel_metadata(exo_wheel)
         # By default tinygrad comes from where exo's own requirement points (its git URL).
-        exo_plan = requirements.plan(metadata, defaults["skip"], defaults["replace"], "")
+        declared = exo_requirements.requirements(metadata, defaults["skip"], defaults["replace"], "")
         if not args.tinygrad:
-            pinned = [r for r in exo_plan["install"] if requirements.normalize(requirements.requirement_name(r)) == "tinygrad"]
+            pinned = [r for r in declared["install"] if exo_requirements.normalize(exo_requirements.requirement_name(r)) == "tinygrad"]
             if len(pinned) != 1 or "@" not in pinned[0]:
                 raise Failure("exo from %s does not name tinygrad by URL (%s); give --tinygrad" % (args.exo, pinned))
             args.tinygrad = pinned[0].split("@", 1)[1].strip()
@@ -210,10 +210,10 @@ def build(args, defaults):
         tinygrad_wheel = build_wheel(sys.executable, args.tinygrad, work)
         tinygrad_version = os.path.basename(tinygrad_wheel).split("-")[1]
         tinygrad_requirement = "tinygrad==%s" % tinygrad_version
-        exo_plan = requirements.plan(metadata, defaults["skip"], defaults["replace"], tinygrad_requirement)
-        wanted = [r for r in exo_plan["install"] if r != tinygrad_requirement]
+        declared = exo_requirements.requirements(metadata, defaults["skip"], defaults["replace"], tinygrad_requirement)
+        wanted = [r for r in declared["install"] if r != tinygrad_requirement]
         print("exo-wheelhouse: downloading %d requirements of exo for CPython %s with %s (left out: %s)"
-              % (len(wanted), args.python, python, ", ".join(exo_plan["skipped"]) or "none"), file=sys.stderr)
+              % (len(wanted), args.python, python, ", ".join(declared["skipped"]) or "none"), file=sys.stderr)
         target = ["--only-binary=:all:", "--python-version", args.python, "--implementation", "cp",
                   "--abi", python_tag]
         for tag in platforms(args.arch, args.glibc):

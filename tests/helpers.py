@@ -337,8 +337,8 @@ def with_tinygrad(facts, version="0.10.0"):
 
 def plan_node(facts, version="0.10.0", existing=(), account=None, **settings):
     """The node planner for host "h" over NODE_SETTINGS changed by settings; version None: the facts' own tinygrad."""
-    return node_plan.plan(with_tinygrad(facts, version) if version else facts, dict(NODE_SETTINGS, **settings), "h",
-                          existing=existing, account=account, mig_minors_text=simhosts.MIG_MINORS)
+    return node_plan.instances(with_tinygrad(facts, version) if version else facts, dict(NODE_SETTINGS, **settings), "h",
+                               existing=existing, account=account, mig_minors_text=simhosts.MIG_MINORS)
 
 
 def plan_node_ok(facts, **kwargs):

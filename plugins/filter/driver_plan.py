@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The driver role's planner as filters: driver_plan (the decision and the plan) and driver_outcome (what the
-install steps found), documented in the .yml files beside this one."""
+"""The driver role's planner as filters: driver_plan (the host's course: the decision and what to install) and
+driver_outcome (what the install steps found), documented in the .yml files beside this one."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -10,14 +10,14 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import outcome
 
 
 def driver_plan(facts, settings, host, connection=None):
-    return plan.plan(facts, settings, host, connection=connection)
+    return plan.course(facts, settings, host, connection=connection)
 
 
-def driver_outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None,
+def driver_outcome(course, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None,
                    verified=None, packages=None, versionlock=None):
-    return outcome.outcome(policy, selections=selections, module_list=module_list, sb_state=sb_state,
-                           sb_efivar=sb_efivar, modprobe=modprobe, verified=verified, packages=packages,
-                           versionlock=versionlock)
+    return outcome.findings(course, selections=selections, module_list=module_list, sb_state=sb_state,
+                            sb_efivar=sb_efivar, modprobe=modprobe, verified=verified, packages=packages,
+                            versionlock=versionlock)
 
 
 class FilterModule(object):

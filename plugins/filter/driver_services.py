@@ -10,7 +10,7 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import service
 
 
 def driver_services(facts, settings, units=(), installed=None, check_fabric=False):
-    return services.plan(facts, settings, list(units), dict(installed or {}), check_fabric=check_fabric)
+    return services.needs(facts, settings, list(units), dict(installed or {}), check_fabric=check_fabric)
 
 
 class FilterModule(object):

@@ -5,11 +5,11 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements as requirements
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.exo_requirements import requirements
 
 
 def exo_requirements(metadata, skip=(), replace=None, tinygrad=""):
-    return requirements.plan(metadata, skip=skip, replace=replace, tinygrad=tinygrad)
+    return requirements(metadata, skip=skip, replace=replace, tinygrad=tinygrad)
 
 
 class FilterModule(object):

@@ -8,7 +8,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as planner
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
 
 # The node role's defaults that are templates of a host's variables (roles/node/defaults/main.yml),
@@ -49,10 +49,10 @@ def fleet_capacity(hosts, hostvars, headroom=capacity.HEADROOM):
         hv = hostvars[host] if host in hostvars else {}
         facts = (hv.get("ansible_facts") or {}).get("device_capabilities")
         if facts:
-            plan = planner.plan(facts, host_settings(host, hv, hosts, defaults), host, preview=True)
+            planned = plan.instances(facts, host_settings(host, hv, hosts, defaults), host, preview=True)
         else:
-            plan = {"instances": [], "errors": []}
-        entries.append({"host": host, "facts": facts, "plan": plan})
+            planned = {"instances": [], "errors": []}
+        entries.append({"host": host, "facts": facts, "plan": planned})
     try:
         return capacity.fleet(entries, headroom)
     except ValueError as problem:

@@ -10,71 +10,68 @@ that virtualenv)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install as installer
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as planner
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_variables
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster as clusters
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import firewall as firewalls
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models as placements
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome as outcomes
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy as proxies
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import python as pythons
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install, models, outcome, plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import cluster, cluster_names
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.proxy import proxy
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 
 
 def node_plan(facts, settings, host, existing=None, account=None, mig_minors_text=None, mig_minors_error=None,
               preview=False, exo_python=None):
-    return planner.plan(facts, settings, host, existing=existing or [], account=account,
-                        mig_minors_text=mig_minors_text, mig_minors_error=mig_minors_error, preview=preview,
-                        exo_python=exo_python)
+    return plan.instances(facts, settings, host, existing=existing or [], account=account,
+                          mig_minors_text=mig_minors_text, mig_minors_error=mig_minors_error, preview=preview,
+                          exo_python=exo_python)
 
 
 def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play_hosts=()):
     others = {}
-    for name in set(clusters.cluster_names(cluster_hosts)) | set(play_hosts):
+    for name in set(cluster_names(cluster_hosts)) | set(play_hosts):
         if name != host and name in hostvars:
             # The role publishes them as a fact: read there, a cached fact read as a top-level variable is
             # deprecated (ansible-core 2.24 stops injecting facts as variables).
             facts = hostvars[name].get("ansible_facts") or {}
             others[name] = facts["exo_node_instances"] if "exo_node_instances" in facts else hostvars[name].get("exo_node_instances")
-    peers, errors = clusters.cluster(host, instances, cluster_hosts, list(inventory_hosts), others)
+    peers, errors = cluster(host, instances, cluster_hosts, list(inventory_hosts), others)
     return {"peers": peers, "errors": errors}
 
 
 def node_firewall(instances, cluster, clients, discovery, proxy_port=None):
-    return firewalls.firewall(instances, cluster["peers"], clients, discovery, proxy_base=proxy_port)
+    return firewall(instances, cluster["peers"], clients, discovery, proxy_base=proxy_port)
 
 
 def node_proxy(instances, port, tokens, address, certificate="", key="", origins=None):
-    return proxies.proxy(instances, port, tokens, address, certificate=certificate, key=key, origins=origins or [])
+    return proxy(instances, port, tokens, address, certificate=certificate, key=key, origins=origins or [])
 
 
 def node_models(settings, instances, host, store=None, placed=None, df=None):
-    values, errors = placements.model_settings(settings)
+    values, errors = models.model_settings(settings)
     if errors:
         return {"errors": ["host %s: %s" % (host, e) for e in errors], "summary": [], "repos": []}
-    return placements.plan(host, values, instances, store=store, placed=placed, df=df)
+    return models.placement(host, values, instances, store=store, placed=placed, df=df)
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
                  all_changed=False, started=None, mtimes=None, unit=None):
-    return outcomes.outcome(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
+    return outcome.findings(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
                             security=security, changed=changed, all_changed=all_changed, started=started,
                             mtimes=mtimes, unit=unit)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):
-    return pythons.choose(facts, python, distribution_python, min_version, max_version)
+    return choose(facts, python, distribution_python, min_version, max_version)
 
 
 def node_install(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None,
                  plan=None, stage=None, exe=None, marker=None, verify=False):
-    return installer.plan(settings, os_family=os_family, python_choice=python_choice, python_version=python_version,
-                          venv=venv, ensurepip=ensurepip, node_plan=plan, stage=stage, exe=exe, marker=marker,
-                          verify=verify)
+    return install.steps(settings, os_family=os_family, python_choice=python_choice, python_version=python_version,
+                         venv=venv, ensurepip=ensurepip, node_plan=plan, stage=stage, exe=exe, marker=marker,
+                         verify=verify)
 
 
 def node_settings(settings, host):
-    values, errors = node_variables.settings(settings)
+    values, errors = check_settings(settings)
     return {"settings": values if not errors else None, "errors": ["host %s: %s" % (host, e) for e in errors]}
 
 

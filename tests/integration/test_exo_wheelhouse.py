@@ -282,9 +282,9 @@ def test_real_exo_forms_a_cluster_on_each_supported_python(workdir, tmp_path, re
     assert proc.returncode == 0, proc.stdout[-3000:]
     with zipfile.ZipFile(settings["exo_node_source_path"]) as archive:
         metadata = archive.read("exo-0.0.1.dist-info/METADATA").decode()
-    plan = exo_requirements.plan(metadata, DEFAULTS["exo_node_skip_requirements"],
-                                 DEFAULTS["exo_node_replace_requirements"], settings["exo_node_tinygrad_requirement"])
-    proc = run(pip + plan["install"])
+    declared = exo_requirements.requirements(metadata, DEFAULTS["exo_node_skip_requirements"],
+                                             DEFAULTS["exo_node_replace_requirements"], settings["exo_node_tinygrad_requirement"])
+    proc = run(pip + declared["install"])
     assert proc.returncode == 0, proc.stdout[-3000:]
 
     grpc, api = free_ports(3), free_ports(3)

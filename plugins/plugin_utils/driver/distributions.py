@@ -239,7 +239,7 @@ def _apt_repository(table, codename, mirror, security_mirror):
     return repository
 
 
-def _debian(table, release, branch, s, kernel_module, facts, problem):
+def _debian(table, release, branch, settings, kernel_module, facts, problem):
     major = str(facts["distribution_major_version"])
     packaging = table["packagings"].get(release["branches"].get(branch))
     names = {"branch": branch}
@@ -247,11 +247,11 @@ def _debian(table, release, branch, s, kernel_module, facts, problem):
         problem("exo_driver_branch", "branch %s is not packaged for Debian %s: its branches are %s; set "
                 "exo_driver_branch to one of them" % (branch, major, ", ".join(release["branches"])))
         packaging = {"kernel": None, "kernel_open": None, "compute": [], "full": [], "library": None}
-    kernel_name = packaging["kernel_open" if s["exo_driver_open_kernel_modules"] else "kernel"]
+    kernel_name = packaging["kernel_open" if settings["exo_driver_open_kernel_modules"] else "kernel"]
     if packaging["library"] and kernel_module and not kernel_name:
         problem("exo_driver_open_kernel_modules", "Debian %s packages no open kernel modules for branch %s; set "
                 "exo_driver_open_kernel_modules: false" % (major, branch))
-    userspace = _format(names, packaging["compute"] + (packaging["full"] if s["exo_driver_flavor"] == "full" else []))
+    userspace = _format(names, packaging["compute"] + (packaging["full"] if settings["exo_driver_flavor"] == "full" else []))
     kernel_packages = (([kernel_name % names] if kernel_name else []) + ["dkms", "linux-headers-" + facts["kernel"]]
                        if kernel_module else [])
     # The kernel module and the NVML library must come in the same upstream version.
@@ -259,64 +259,64 @@ def _debian(table, release, branch, s, kernel_module, facts, problem):
                      if packaging["library"] else [])
     return {
         "distribution": "Debian %s (%s)" % (major, release["codename"]),
-        "repositories": [_apt_repository(table, release["codename"], s["exo_driver_debian_mirror"],
-                                         s["exo_driver_debian_security_mirror"])],
+        "repositories": [_apt_repository(table, release["codename"], settings["exo_driver_debian_mirror"],
+                                         settings["exo_driver_debian_security_mirror"])],
         "kernel_module": "dkms" if kernel_module else "none",
         "kernel_packages": kernel_packages,
         "userspace": userspace,
-        "optional_packages": ["python3-pynvml"] if s["exo_driver_install_nvml_python"] else [],
+        "optional_packages": ["python3-pynvml"] if settings["exo_driver_install_nvml_python"] else [],
         "version_match": version_match,
         "hold": ([name for name in kernel_packages if not name.startswith("linux-headers-") and name != "dkms"]
-                 + userspace) if s["exo_driver_hold"] else [],
+                 + userspace) if settings["exo_driver_hold"] else [],
         "module_stream": None,
     }
 
 
-def _ubuntu(table, release, branch, s, kernel_module, facts, problem):
-    mode = s["exo_driver_ubuntu_modules"] if kernel_module else "none"
+def _ubuntu(table, release, branch, settings, kernel_module, facts, problem):
+    mode = settings["exo_driver_ubuntu_modules"] if kernel_module else "none"
     packages = table["modes"][mode]
-    names = {"branch": branch, "open": "-open" if s["exo_driver_open_kernel_modules"] else "",
+    names = {"branch": branch, "open": "-open" if settings["exo_driver_open_kernel_modules"] else "",
              "kernel": facts["kernel"]}
     kernel_packages = _format(names, packages["kernel"])
-    userspace = _format(names, packages["userspace"] + (table["full"] if s["exo_driver_flavor"] == "full" else []))
+    userspace = _format(names, packages["userspace"] + (table["full"] if settings["exo_driver_flavor"] == "full" else []))
     mirrors = table["mirrors"]["x86_64" if facts.get("architecture", "x86_64") == "x86_64" else "other"]
     return {
         "distribution": "Ubuntu %s (%s)" % (facts["distribution_version"], release["codename"]),
-        "repositories": [_apt_repository(table, release["codename"], s["exo_driver_ubuntu_mirror"] or mirrors["archive"],
-                                         s["exo_driver_ubuntu_security_mirror"] or mirrors["security"])],
+        "repositories": [_apt_repository(table, release["codename"], settings["exo_driver_ubuntu_mirror"] or mirrors["archive"],
+                                         settings["exo_driver_ubuntu_security_mirror"] or mirrors["security"])],
         "kernel_module": mode,
         "kernel_packages": kernel_packages,
         "userspace": userspace,
-        "optional_packages": ["python3-pynvml"] if s["exo_driver_install_nvml_python"] else [],
+        "optional_packages": ["python3-pynvml"] if settings["exo_driver_install_nvml_python"] else [],
         "version_match": _format(names, ([packages["versioned_kernel"]] if kernel_module else []) + [table["library"]]),
         "hold": ([name for name in kernel_packages if not name.startswith("linux-headers-")] + userspace
-                 if s["exo_driver_hold"] else []),
+                 if settings["exo_driver_hold"] else []),
         "module_stream": None,
     }
 
 
-def _redhat(table, release, branch, s, kernel_module, facts, problem):
+def _redhat(table, release, branch, settings, kernel_module, facts, problem):
     architecture = facts.get("architecture", "x86_64")
     if architecture not in table["cuda_arches"]:
         problem(None, "NVIDIA publishes no CUDA repository for architecture %s (only for %s); install the driver "
                 "yourself" % (architecture, ", ".join(sorted(table["cuda_arches"]))))
-    packaging = table["packagings"]["open" if s["exo_driver_open_kernel_modules"] else "proprietary"]
+    packaging = table["packagings"]["open" if settings["exo_driver_open_kernel_modules"] else "proprietary"]
     names = {"branch": branch, "major": str(facts["distribution_major_version"])}
-    cuda_url = "%s/%s/%s" % (s["exo_driver_cuda_repo_base"], release["repo"],
+    cuda_url = "%s/%s/%s" % (settings["exo_driver_cuda_repo_base"], release["repo"],
                              table["cuda_arches"].get(architecture, architecture))
     kernel_packages = packaging["kernel"] + ["kernel-devel-" + facts["kernel"]] if kernel_module else []
-    fingerprints = _key_fingerprints(table, s, names["major"], problem)
+    fingerprints = _key_fingerprints(table, settings, names["major"], problem)
     return {
         "distribution": "%s %s" % (facts["distribution"], names["major"]),
         "repositories": [
             {"kind": "epel", "package": table["epel"].get(facts["distribution"], "epel-release") % names,
              "needed": kernel_module, "key": table["epel_key"] % names, "fingerprint": fingerprints["epel"]},
             {"kind": "yum", "name": "cuda-%s-%s" % (release["repo"], architecture), "baseurl": cuda_url,
-             "gpgkey": "%s/%s" % (cuda_url, s["exo_driver_cuda_repo_key"]), "fingerprint": fingerprints["cuda"]},
+             "gpgkey": "%s/%s" % (cuda_url, settings["exo_driver_cuda_repo_key"]), "fingerprint": fingerprints["cuda"]},
         ],
         "kernel_module": "dkms" if kernel_module else "none",
         "kernel_packages": kernel_packages,
-        "userspace": table["compute"] + (packaging["full"] if s["exo_driver_flavor"] == "full" else []),
+        "userspace": table["compute"] + (packaging["full"] if settings["exo_driver_flavor"] == "full" else []),
         "optional_packages": [],
         "version_match": [],
         # The enabled module stream is the lock: dnf never leaves it for another branch.
@@ -325,12 +325,12 @@ def _redhat(table, release, branch, s, kernel_module, facts, problem):
     }
 
 
-def _key_fingerprints(table, s, major, problem):
+def _key_fingerprints(table, settings, major, problem):
     """The fingerprint each repository key is imported with: exo_driver_rpm_key_fingerprints, else the table's
     (REDHAT["key_fingerprints"]); a key the table does not know needs the variable."""
     known = table["key_fingerprints"]
-    given = s["exo_driver_rpm_key_fingerprints"]
-    found = {"cuda": given.get("cuda") or known["cuda"].get(s["exo_driver_cuda_repo_key"]),
+    given = settings["exo_driver_rpm_key_fingerprints"]
+    found = {"cuda": given.get("cuda") or known["cuda"].get(settings["exo_driver_cuda_repo_key"]),
              "epel": given.get("epel") or known["epel"][major]}
     if not found["cuda"]:
         problem("exo_driver_cuda_repo_key", "the role knows the fingerprint of %s only, and imports no key it cannot "
@@ -342,7 +342,7 @@ def _key_fingerprints(table, s, major, problem):
 BUILDERS = {"Debian": _debian, "Ubuntu": _ubuntu, "RedHat": _redhat}
 
 
-def _package_check(table, plan, s, facts):
+def _package_check(table, plan, settings, facts):
     """The arguments of the package check module (driver_apt_check, driver_dnf_check) for this plan."""
     required = plan["kernel_packages"] + plan["packages"]
     if table["package_manager"] == "apt":
@@ -354,7 +354,7 @@ def _package_check(table, plan, s, facts):
     if epel["needed"]:
         names = {"major": facts["distribution_major_version"], "architecture": facts.get("architecture", "x86_64")}
         repositories.append({"id": "gpufleet-exo-epel", "baseurl": table["epel_baseurl"] % names})
-    extra = s["exo_driver_extra_packages"] + table["hold"]["tool_packages"]
+    extra = settings["exo_driver_extra_packages"] + table["hold"]["tool_packages"]
     devel = [name for name in plan["kernel_packages"] if name.startswith("kernel-devel-")]
     return {"repositories": repositories, "stream": plan["module_stream"],
             "stream_packages": [name for name in plan["packages"] if name not in extra]
@@ -363,7 +363,7 @@ def _package_check(table, plan, s, facts):
             "kernel": facts["kernel"], "distribution": plan["distribution"]}
 
 
-def install(host, facts, s, raw, decided, kernel_module, problems):
+def install(host, facts, settings, raw, decided, kernel_module, problems):
     """(plan, package check arguments) for a host that gets the driver, or (None, None) after a problem."""
     why = "%s needs the NVIDIA driver (%s)" % (host, decided["reason"])
     table = family(facts.get("distribution"))
@@ -390,16 +390,16 @@ def install(host, facts, s, raw, decided, kernel_module, problems):
         given = ("%s is %s: " % (name, show(raw.get(name, DEFAULTS.get(name))))) if name else ""
         problems.append("host %s: %s%s" % (host, given, text))
 
-    branch = s["exo_driver_branch"] or release["default_branch"]
+    branch = settings["exo_driver_branch"] or release["default_branch"]
     if table["family"] != "Debian" and branch not in release["branches"]:
         problem("exo_driver_branch", "branch %s is not one this role installs on %s %s: its branches are %s; set "
                 "exo_driver_branch to one of them" % (branch, facts["distribution"],
                                                       facts.get(table["release_fact"]), ", ".join(release["branches"])))
-    built = BUILDERS[table["family"]](table, release, branch, s, kernel_module, facts, problem)
-    if s["exo_driver_flavor"] == "full" and not kernel_module:
+    built = BUILDERS[table["family"]](table, release, branch, settings, kernel_module, facts, problem)
+    if settings["exo_driver_flavor"] == "full" and not kernel_module:
         problem("exo_driver_flavor", "exo_driver_flavor full needs the kernel module (the full driver depends on it), "
                 "which this host does not get (%s); use flavor compute for user space only"
-                % _no_kernel_module_why(s, decided))
+                % _no_kernel_module_why(settings, decided))
     plan = {
         "distribution": built["distribution"],
         "branch": branch,
@@ -407,27 +407,27 @@ def install(host, facts, s, raw, decided, kernel_module, problems):
         "repositories": built["repositories"],
         "kernel_module": built["kernel_module"],
         "kernel_packages": built["kernel_packages"],
-        "packages": built["userspace"] + s["exo_driver_extra_packages"]
-        + (table["hold"]["tool_packages"] if s["exo_driver_hold"] else []),
+        "packages": built["userspace"] + settings["exo_driver_extra_packages"]
+        + (table["hold"]["tool_packages"] if settings["exo_driver_hold"] else []),
         "optional_packages": built["optional_packages"],
         "version_match": built["version_match"],
         "hold": built["hold"],
         # How the role holds them after the install (None: exo_driver_hold is false), and how apt or dnf installs
         # them: an upgrade moves the packages already there too.
-        "hold_mechanism": table["hold"]["mechanism"] if s["exo_driver_hold"] else None,
+        "hold_mechanism": table["hold"]["mechanism"] if settings["exo_driver_hold"] else None,
         "install_state": "latest" if decided["action"] == "upgrade" else "present",
         "family": table["distributions"][0],
         "module_stream": built["module_stream"],
         "persistenced_service": table["persistenced_service"],
         "mok_key": table["mok_key"],
         "initramfs_command": table["initramfs_command"],
-        "nouveau_blacklist": bool(s["exo_driver_blacklist_nouveau"] and kernel_module and decided["nouveau"]),
-        "kernel_module_why": None if kernel_module else _no_kernel_module_why(s, decided),
+        "nouveau_blacklist": bool(settings["exo_driver_blacklist_nouveau"] and kernel_module and decided["nouveau"]),
+        "kernel_module_why": None if kernel_module else _no_kernel_module_why(settings, decided),
     }
-    return plan, _package_check(table, plan, s, facts)
+    return plan, _package_check(table, plan, settings, facts)
 
 
-def _no_kernel_module_why(s, decided):
-    if s["exo_driver_kernel_module"] == "auto":
+def _no_kernel_module_why(settings, decided):
+    if settings["exo_driver_kernel_module"] == "auto":
         return "the host is a %s container that shares the kernel of the machine it runs on" % decided["container"]
     return "exo_driver_kernel_module is false"

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a run of the driver role found, worded from what its tasks registered: file systems short of
 space, Secure Boot, the driver's packages at one version and held, the module after modprobe, and NVML
-after the change (outcome(), the filter driver_outcome).
+after the change (findings(), the filter driver_outcome).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -125,9 +125,9 @@ def _shown(entry):
     return entry["version"] if entry.get("release") is None else "%s-%s" % (entry["version"], entry["release"])
 
 
-def to_hold(policy, packages):
+def to_hold(course, packages):
     """The packages to hold after an install: those the plan named and every driver package found installed."""
-    install_plan = policy.get("plan") or {}
+    install_plan = course.get("plan") or {}
     if not install_plan.get("hold_mechanism"):
         return []
     table = distributions.family(install_plan["family"])
@@ -135,10 +135,10 @@ def to_hold(policy, packages):
     return named + [name for name in driver_packages(packages, table) if name not in named]
 
 
-def held_to_release(selections, policy):
+def held_to_release(selections, course):
     """The held driver packages (dpkg-query lines "name want"): an upgrade releases them all, moves them together
     and holds them again."""
-    names = re.compile(distributions.family(policy["plan"]["family"])["driver_packages"]["names"])
+    names = re.compile(distributions.family(course["plan"]["family"])["driver_packages"]["names"])
     return [line.split()[0] for line in selections or []
             if len(line.split()) == 2 and line.split()[1] == "hold" and names.match(line.split()[0])]
 
@@ -170,19 +170,19 @@ def after_modprobe(stderr, mok_key):
     return {"reboot_required": refused or not absent, "reboot_reason": reason, "module_missing": absent}
 
 
-def verify(policy, before, caps, module_loaded, reboot_required, reboot_reason, module_missing, kernel):
+def verify(course, before, caps, module_loaded, reboot_required, reboot_reason, module_missing, kernel):
     """exo_driver_result: NVML before and after the change, and why the driver is not up when it is not."""
     nvml = caps["nvml"]
-    container = policy["decision"]["container"]
+    container = course["decision"]["container"]
     if nvml["status"] == "ok":
         cause = "ok"
     elif reboot_required:
         cause = "reboot_pending"
     elif module_loaded:
         cause = "unexplained"
-    elif container and not policy["kernel_module"]:
+    elif container and not course["kernel_module"]:
         cause = "container"
-    elif not policy["kernel_module"]:
+    elif not course["kernel_module"]:
         cause = "userspace_only"
     elif module_missing:
         cause = "module_missing"
@@ -200,9 +200,11 @@ def verify(policy, before, caps, module_loaded, reboot_required, reboot_reason, 
             "explanation": explanation}
 
 
-def outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None, verified=None,
-            packages=None, versionlock=None):
+def findings(course, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None, verified=None,
+             packages=None, versionlock=None):
     """What the install steps found, from what their tasks registered; each part only when its input is given.
+
+    course: the host's course as plan.course() (the filter driver_plan) returned it.
 
     packages (ansible_facts.packages after the install) gives hold (the packages to hold), versions (whether they
     carry one version) and, with versionlock (the lines of `dnf versionlock list`), lock (those dnf does not lock
@@ -210,13 +212,13 @@ def outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=
 
     verified: {"before", "caps", "module_loaded", "reboot_required", "reboot_reason", "module_missing", "kernel"}.
     """
-    install_plan = policy.get("plan") or {}
+    install_plan = course.get("plan") or {}
     found = {"release": None, "stream_enabled": None, "secure_boot": secure_boot_on(sb_state, sb_efivar),
              "modprobe": None, "result": None, "hold": None, "lock": None, "unlock": None, "versions": None}
     if selections is not None:
-        found["release"] = held_to_release(selections, policy)
+        found["release"] = held_to_release(selections, course)
     if packages is not None:
-        hold = to_hold(policy, packages)
+        hold = to_hold(course, packages)
         locked = versionlocked(versionlock) if versionlock is not None else []
         table = distributions.family(install_plan["family"])
         found.update(hold=hold, lock=[name for name in hold if name not in locked],
@@ -227,5 +229,5 @@ def outcome(policy, selections=None, module_list=None, sb_state=None, sb_efivar=
     if modprobe is not None:
         found["modprobe"] = after_modprobe(modprobe, install_plan.get("mok_key"))
     if verified is not None:
-        found["result"] = verify(policy, **verified)
+        found["result"] = verify(course, **verified)
     return found

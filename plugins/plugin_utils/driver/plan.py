@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The driver role's plan of a host: its settings checked, the host's case, and what the role does there.
 
-`plan(facts, settings, host)` takes a host's ansible_facts (with device_capabilities from
+`course(facts, settings, host)` takes a host's ansible_facts (with device_capabilities from
 gpufleet.exo.device_facts) and the role's exo_driver_* variables as the user gave them, and returns
 what the role does there: the decision (which case of the table and why), the packages and
 repositories per distribution, and every problem that must stop the host before any change, each
@@ -27,21 +27,21 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.settings impor
 NOUVEAU_CONF = "/etc/modprobe.d/gpufleet-exo-nouveau.conf"
 
 
-def _reboot_blocker(s, host, connection, container):
+def _reboot_blocker(settings, host, connection, container):
     """Why a reboot the driver needs would not happen, or None when the role may reboot."""
     if connection == "local" or host in ("localhost", "127.0.0.1", "::1"):
         return "the connection is local (the controller would reboot itself)"
-    if not s["exo_driver_reboot"]:
+    if not settings["exo_driver_reboot"]:
         return "exo_driver_reboot is false"
     if container:
         return "the host is a %s container: reboot the machine it runs on" % container
     return None
 
 
-def _messages(facts, s, decided, install_plan):
+def _messages(facts, settings, decided, install_plan):
     """The messages the install steps may need, worded once the plan is known."""
     return {
-        "space_problems": space_problems(facts.get("mounts"), s["exo_driver_min_free_mib"]),
+        "space_problems": space_problems(facts.get("mounts"), settings["exo_driver_min_free_mib"]),
         "secure_boot_advice": secure_boot_advice(install_plan, facts.get("distribution")),
         "would_install": "would install " + " ".join(install_plan["kernel_packages"] + install_plan["packages"]),
         "upgrade_reboot_reason": "the running nvidia module is %s; branch %s loads at the next boot"
@@ -51,7 +51,7 @@ def _messages(facts, s, decided, install_plan):
     }
 
 
-def plan(facts, raw_settings, host, connection=None):
+def course(facts, raw_settings, host, connection=None):
     """What the driver role does on this host; see the module docstring and plugins/filter/driver_plan.yml."""
     result = {"errors": [], "settings": None, "decision": None, "plan": None, "package_check": None,
               "changes_host": False, "kernel_module": None, "reboot_required": False, "reboot_reason": None, "reboot_blocker": None,

@@ -4,26 +4,26 @@
 """The services a host with the NVIDIA driver in use needs, whether or not the driver role installed it:
 nvidia-persistenced, and on NVSwitch systems the fabric manager of exactly the driver's version.
 
-`plan` (filter driver_services) reads the facts, the driver role's checked settings, the unit files
+needs() (filter driver_services) reads the facts, the driver role's checked settings, the unit files
 systemd knows and the installed fabric manager's version; the role installs, enables and starts what
-it says. Package names per distribution are in driver_distributions.py.
+it says. Package names per distribution are in distributions.py.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions as driver_distributions
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions
 from ansible_collections.gpufleet.exo.plugins.module_utils._driver_packages import upstream
 
 FABRIC_MANAGER_SERVICE = "nvidia-fabricmanager"
 
 
-def _fabric_manager(facts, caps, s, installed, result):
+def _fabric_manager(facts, caps, settings, installed, result):
     """Adds the fabric manager's package and service to result, or says why not."""
     switches = caps.get("nvswitches") or []
     if not switches:
         return
     where = "%d NVSwitch device(s) (%s)" % (len(switches), ", ".join(d["bus_id"] for d in switches))
-    if not s.get("exo_driver_fabric_manager", True):
+    if not settings.get("exo_driver_fabric_manager", True):
         result["notes"].append("%s here and exo_driver_fabric_manager is false: the fabric manager is yours to "
                                "install, of exactly the driver's version" % where)
         return
@@ -33,14 +33,14 @@ def _fabric_manager(facts, caps, s, installed, result):
         result["notes"].append("%s here: the fabric manager is installed once the NVIDIA driver is loaded (NVML: %s); "
                                "run the role again then" % (where, nvml.get("status")))
         return
-    table = driver_distributions.family(facts.get("distribution"))
+    table = distributions.family(facts.get("distribution"))
     fabric_manager = table.get("fabric_manager") if table else None
     branch = version.split(".")[0]
     if fabric_manager is None:
         result["errors"].append(
             "%s here, and the role installs the fabric manager on %s only, not on %s: install NVIDIA's "
             "nvidia-fabricmanager-%s at exactly %s (NVIDIA's CUDA repository) and set exo_driver_fabric_manager: false"
-            % (where, driver_distributions.FABRIC_MANAGER_DISTRIBUTIONS, facts.get("distribution"), branch, version))
+            % (where, distributions.FABRIC_MANAGER_DISTRIBUTIONS, facts.get("distribution"), branch, version))
         return
     package = fabric_manager["package"] % {"branch": branch}
     have = upstream(installed.get(package)) or None
@@ -66,7 +66,7 @@ def fabric_problems(caps):
     return problems
 
 
-def plan(facts, settings, units, installed, check_fabric=False):
+def needs(facts, settings, units, installed, check_fabric=False):
     """{"services": [{"name", "start"}], "install": package spec or None, "fabric_manager": {...} or None,
     "errors": [...], "notes": [...]}.
 
@@ -79,7 +79,7 @@ def plan(facts, settings, units, installed, check_fabric=False):
     caps = facts.get("device_capabilities") or {}
     loaded = (caps.get("nvml") or {}).get("status") == "ok"
     result = {"services": [], "install": None, "fabric_manager": None, "errors": [], "notes": []}
-    persistenced = (driver_distributions.family(facts.get("distribution")) or {}).get(
+    persistenced = (distributions.family(facts.get("distribution")) or {}).get(
         "persistenced_service", "nvidia-persistenced")
     # The unit comes with the driver's packages, whoever installed them: its presence is the driver's.
     if settings.get("exo_driver_persistenced", True) and persistenced + ".service" in units:

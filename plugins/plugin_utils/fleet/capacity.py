@@ -342,7 +342,7 @@ def check_headroom(headroom):
 def fleet(hosts, headroom=HEADROOM):
     """What the fleet can serve.
 
-    hosts: [{"host", "facts" (device_capabilities or None), "plan" (node_plan.plan()'s result)}].
+    hosts: [{"host", "facts" (device_capabilities or None), "plan" (node/plan.py instances()' result)}].
     Returns {"headroom", "hosts", "nodes", "models", "largest", "excluded", "other_engines", "sources"}.
     """
     headroom = check_headroom(headroom)

@@ -63,7 +63,7 @@ def check_settings(skip, replace, tinygrad):
     return errors
 
 
-def plan(metadata, skip=(), replace=None, tinygrad=""):
+def requirements(metadata, skip=(), replace=None, tinygrad=""):
     """What to install for the distribution whose METADATA text is given.
 
     Returns name, version, install (requirement strings for pip), skipped and replaced (exo's own

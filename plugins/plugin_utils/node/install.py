@@ -4,7 +4,7 @@
 """How the node role puts exo into its virtualenv: the settings' problems, the packages the host
 needs first, what pip is given, and the identity of the source that the virtualenv's marker records.
 
-The role's install tasks (roles/node/tasks/install.yml) only run what plan() says; the marker is
+The role's install tasks (roles/node/tasks/install.yml) only run what steps() says; the marker is
 compared with source_id, so a change of any setting that shapes what pip installs installs again,
 and nothing else does.
 """
@@ -16,9 +16,9 @@ import json
 import os
 import re
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import settings as node_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 
 # Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
 # Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; the other families'
@@ -46,7 +46,7 @@ def python_release(version_result):
 
 def source_errors(settings):
     """What is wrong with the exo source settings together, or on the controller, each naming the variable and
-    its value; settings are the values node_settings.settings() read (each one alone is checked there)."""
+    its value; settings are the values check_settings() read (each one alone is checked there)."""
     source = settings["exo_node_source"]
     errors = []
     if source == "git" and not (settings["exo_node_git_url"] and settings["exo_node_git_version"]):
@@ -219,13 +219,13 @@ def needed(source, stage, exe, marker):
     return bool((stage or {}).get("changed")) or not exists or not same_source(marker_text(marker), source or "")
 
 
-# What plan() answers when a setting is wrong: the errors alone.
+# What steps() answers when a setting is wrong: the errors alone.
 UNPLANNED = {"python_release": "", "python_errors": [], "packages": [], "spec": None, "source_id": None, "pip": [],
              "staged_source": None, "source_is_dir": False, "needed": False}
 
 
-def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
-         stage=None, exe=None, marker=None, verify=False):
+def steps(raw, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
+          stage=None, exe=None, marker=None, verify=False):
     """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
     "source_is_dir", "needed"}: what the install tasks do.
 
@@ -239,7 +239,7 @@ def plan(raw, os_family=None, python_choice=None, python_version=None, venv=None
     not the recorded one to the errors: a read of the whole wheelhouse, which the tasks ask for once, right before
     pip installs from it.
     """
-    settings, errors = node_settings.settings(raw)
+    settings, errors = check_settings(raw)
     if errors:
         return dict(UNPLANNED, errors=errors)
     errors = source_errors(settings)

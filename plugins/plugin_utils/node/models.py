@@ -77,7 +77,7 @@ def _free_bytes(df):
     return int(lines[-1]) if lines and lines[-1].isdigit() else None
 
 
-def plan(host, settings, instances, store=None, placed=None, df=None):
+def placement(host, settings, instances, store=None, placed=None, df=None):
     """What the role does for exo_node_models on host: {"errors", "repos", "copies", "remote_src",
     "store_dirs", "dirs", "links", "seeds", "copy_bytes", "summary"}.
 

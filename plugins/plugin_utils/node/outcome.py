@@ -79,8 +79,8 @@ def restarts(instances, existing, changed, all_changed=False, started=None, mtim
     return [name for name in names if name in wanted]
 
 
-def outcome(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
-            all_changed=False, started=None, mtimes=None, unit=None):
+def findings(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
+             all_changed=False, started=None, mtimes=None, unit=None):
     """What the configure step found, from what its tasks registered (each argument may be left out).
 
     unit: the registered template unit; its change, as all_changed, restarts every instance that ran.

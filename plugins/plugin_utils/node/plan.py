@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node role's plan of a host: from the device facts and the exo_node_* settings, its exo instances.
 
-plan() takes what the role knows before it changes anything (the facts, the settings as the user
+instances() takes what the role knows before it changes anything (the facts, the settings as the user
 wrote them, what is configured on the host already) and returns
 {"instances", "skipped", "errors", "warnings", "removed", "cpu_reason", "preview", ...}. An error names the host, the
 variable, the value as given and what to do; the role stops on any before its first change. The
@@ -20,11 +20,11 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import FAC
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import (
     instance_name, port_errors, removals, render, visibility_errors)
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, check_settings
 
 
-def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None,
-         preview=False, exo_python=None):
+def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None,
+              preview=False, exo_python=None):
     """The instances of a host. Every problem is reported, none raised.
 
     facts None checks the settings alone (before the facts that count are gathered). preview plans
@@ -43,23 +43,23 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
     existing = [instance_name(entry) for entry in existing]
     result = {"instances": [], "skipped": [], "errors": [], "warnings": [], "removed": [], "cpu_reason": None,
               "device_paths": [], "existing": existing, "preview": preview or facts is None}
-    s, errors = settings(raw_settings)
-    result["backends"] = backend_refusals.to_check(s) if not errors else []
-    if "exo_node_user" in s and "exo_node_user_adopt" in s:
-        errors += check_account(s, account)
-    if s.get("exo_node_firewall") and "exo_node_address" in s and address_error(s["exo_node_address"]):
-        errors.append(address_error(s["exo_node_address"]))
+    settings, errors = check_settings(raw_settings)
+    result["backends"] = backend_refusals.to_check(settings) if not errors else []
+    if "exo_node_user" in settings and "exo_node_user_adopt" in settings:
+        errors += check_account(settings, account)
+    if settings.get("exo_node_firewall") and "exo_node_address" in settings and address_error(settings["exo_node_address"]):
+        errors.append(address_error(settings["exo_node_address"]))
     if facts is not None:
         errors += check_facts(facts, FACTS_READ) or cuda_start_problems(facts)
     if errors or facts is None:
         result["errors"] = ["host %s: %s" % (host, e) for e in errors]
         return result
     if preview:
-        s["exo_node_tinygrad_backend"] = "auto"
+        settings["exo_node_tinygrad_backend"] = "auto"
     tinygrad = {} if preview else facts["tinygrad"] or {}
     tinygrad_env = set(var for select in (tinygrad.get("select_env") or {}).values() for var in select or {})
     tinygrad_env.update(var for var in (tinygrad.get("visible_devices_env") or {}).values() if var)
-    clashing = sorted(tinygrad_env.intersection(s["exo_node_extra_env"]))
+    clashing = sorted(tinygrad_env.intersection(settings["exo_node_extra_env"]))
     if clashing:
         result["errors"] = ["host %s: exo_node_extra_env sets %s, which tinygrad %s reads to choose its backend or GPU; "
                             "use exo_node_tinygrad_backend and exo_node_gpus instead"
@@ -67,12 +67,12 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
         return result
     nvml_ok = facts["nvml"].get("status") == "ok"
     gpus = facts["gpus"] if nvml_ok else []
-    requested = s["exo_node_gpus"]
-    found, skipped, warnings = candidates(gpus, s["exo_node_mig"], s["exo_node_gpu_health"])
-    chosen, errors = choose(host, gpus, found, skipped, requested, s["exo_node_min_memory_mib"])
+    requested = settings["exo_node_gpus"]
+    found, skipped, warnings = candidates(gpus, settings["exo_node_mig"], settings["exo_node_gpu_health"])
+    chosen, errors = choose(host, gpus, found, skipped, requested, settings["exo_node_min_memory_mib"])
     if not chosen and not errors:
         why = cpu_reason(facts, nvml_ok, gpus, skipped, requested)
-        if s["exo_node_cpu_fallback"]:
+        if settings["exo_node_cpu_fallback"]:
             result["cpu_reason"] = why
             chosen = [{"kind": "cpu", "name": "cpu", "gpu": None, "mig": None,
                        "memory_mib": facts["host"].get("memory_mib"), "label": "CPU"}]
@@ -82,22 +82,22 @@ def plan(facts, raw_settings, host, existing=(), account=None, mig_minors_text=N
         warnings.append("the probe says tinygrad would run on the CPU here (%s); the GPU instances are pinned anyway "
                         "and run on the CPU until that is fixed" % (facts.get("fallback_reason") or "no reason given"))
     minors = mig_minors(mig_minors_text)
-    instances = []
+    rendered = []
     for slot, candidate in enumerate(chosen):
-        instance, more_errors, more_warnings = render(host, facts, s, candidate, slot, minors, mig_minors_error)
-        instances.append(instance)
+        instance, more_errors, more_warnings = render(host, facts, settings, candidate, slot, minors, mig_minors_error)
+        rendered.append(instance)
         errors += more_errors
         warnings += more_warnings
-    errors += port_errors(host, instances, s["exo_node_discovery"],
-                          proxy_base=s["exo_node_api_proxy_port"] if s["exo_node_api_proxy"] else None)
+    errors += port_errors(host, rendered, settings["exo_node_discovery"],
+                          proxy_base=settings["exo_node_api_proxy_port"] if settings["exo_node_api_proxy"] else None)
     if not preview:
-        backend_errors, backend_warnings = backend_refusals.refusals(host, facts, s, instances)
-        visible_errors, visible_warnings = visibility_errors(host, facts, instances)
+        backend_errors, backend_warnings = backend_refusals.refusals(host, facts, settings, rendered)
+        visible_errors, visible_warnings = visibility_errors(host, facts, rendered)
         errors += backend_errors + visible_errors
         warnings += backend_warnings + visible_warnings
-    removed, removal_errors = removals(host, facts, nvml_ok, instances, skipped, existing, s["exo_node_allow_removal"])
-    result.update(instances=instances, skipped=skipped, errors=errors + removal_errors, warnings=warnings,
+    removed, removal_errors = removals(host, facts, nvml_ok, rendered, skipped, existing, settings["exo_node_allow_removal"])
+    result.update(instances=rendered, skipped=skipped, errors=errors + removal_errors, warnings=warnings,
                   removed=removed,
-                  device_paths=sorted(set(d.split(" ")[0] for i in instances for d in i["devices"]
+                  device_paths=sorted(set(d.split(" ")[0] for i in rendered for d in i["devices"]
                                           if d.startswith("/dev/"))))
     return result

@@ -5,7 +5,7 @@
 
 meta/argument_specs.yml says what each variable is, RULES below what the spec cannot say, and the
 engine (plugins/plugin_utils/role_settings.py) reads them; the checks here that look at several
-variables at once come after. settings() returns (values, errors); check_account() looks at the
+variables at once come after. check_settings() returns (values, errors); check_account() looks at the
 service user on the host. A message names the variable, the value as given and what to do.
 """
 from __future__ import absolute_import, division, print_function
@@ -113,7 +113,7 @@ OWNED_ENV = {
 ACCOUNT_COMMENT = "exo nodes"
 
 
-def settings(raw):
+def check_settings(raw):
     """The settings coerced and checked: (values, errors), one error per bad setting.
 
     raw: the role's variables as given (roles/node/tasks/preflight.yml reads every exo_node_ one).

@@ -34,7 +34,7 @@ NODE = dict(role_settings.defaults("node"), exo_node_id_prefix="h", exo_node_add
             exo_node_cluster_hosts=["h"])
 # Each role's reading of its variables: given the variables that differ from the defaults, (values, errors).
 READ = {
-    "node": lambda given: node_settings.settings(dict(NODE, **given)),
+    "node": lambda given: node_settings.check_settings(dict(NODE, **given)),
     "driver": driver_settings.check_settings,
 }
 # What each role's Python adds to its spec, and the facts it publishes under its prefix.
@@ -348,11 +348,11 @@ def test_ansible_cores_check_refuses_a_list_entry_outside_the_choices_first():
 
 def test_a_variable_left_out_takes_the_specs_default_unless_only_ansible_can_fill_it_in():
     assert driver_settings.check_settings({}) == (role_settings.defaults("driver"), [])
-    values, errors = node_settings.settings(dict((n, v) for n, v in NODE.items() if n != "exo_node_id_prefix"))
+    values, errors = node_settings.check_settings(dict((n, v) for n, v in NODE.items() if n != "exo_node_id_prefix"))
     assert errors == ["exo_node_id_prefix is not set, and its default is a template of the host's variables that "
                       'only the role fills in ("{{ inventory_hostname }}"); give it, or include the role']
     left_out = dict((n, v) for n, v in NODE.items() if n != "exo_node_api_port")
-    assert node_settings.settings(left_out) == ({**node_settings.settings(NODE)[0], "exo_node_api_port": 52415}, [])
+    assert node_settings.check_settings(left_out) == ({**node_settings.check_settings(NODE)[0], "exo_node_api_port": 52415}, [])
 
 
 def test_one_message_per_bad_variable_in_the_specs_order_then_the_unknown_names():
@@ -393,7 +393,7 @@ def test_the_health_choices_are_the_probes_verdicts():
 
 def test_the_filter_names_the_host_on_each_line():
     node_settings_filter = FilterModule().filters()["node_settings"]
-    assert node_settings_filter(NODE, "gpu7") == {"settings": node_settings.settings(NODE)[0], "errors": []}
+    assert node_settings_filter(NODE, "gpu7") == {"settings": node_settings.check_settings(NODE)[0], "errors": []}
     assert node_settings_filter(dict(NODE, exo_node_gpu=[0], exo_node_api_port="abc"), "gpu7") == {
         "settings": None, "errors": [
             'host gpu7: exo_node_api_port is "abc", not a whole number; give one such as 52415',

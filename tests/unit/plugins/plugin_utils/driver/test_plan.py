@@ -64,7 +64,7 @@ def host_facts(caps, distribution=None):
 
 def plan(caps, distribution=None, host="h", connection="ssh", **settings):
     """The policy over the role's defaults as Ansible hands them over, with settings as given."""
-    return driver_plan.plan(host_facts(caps, distribution), dict(ROLE_DEFAULTS, **settings), host, connection)
+    return driver_plan.course(host_facts(caps, distribution), dict(ROLE_DEFAULTS, **settings), host, connection)
 
 
 def ok(caps, distribution=None, **settings):
@@ -284,7 +284,7 @@ def test_extra_vars_strings_are_read_as_ansible_reads_them(probed):
 
 
 def test_a_setting_left_out_takes_the_roles_default(probed):
-    result = driver_plan.plan(host_facts(probed["no_driver"]), {}, "h")
+    result = driver_plan.course(host_facts(probed["no_driver"]), {}, "h")
     assert result["errors"] == []
     assert result["settings"] == DEFAULTS
 
@@ -444,7 +444,7 @@ def test_probe_options_are_the_options_of_device_facts():
 def test_the_filter_is_the_policy(probed):
     facts = host_facts(probed["no_driver"])
     assert FilterModule().filters()["driver_plan"](facts, {"exo_driver_branch": "470"}, "h", "ssh") == \
-        driver_plan.plan(facts, {"exo_driver_branch": "470"}, "h", "ssh")
+        driver_plan.course(facts, {"exo_driver_branch": "470"}, "h", "ssh")
 
 
 # ---- what the install steps found ---------------------------------------------------------------
@@ -492,7 +492,7 @@ def test_an_upgrade_releases_every_held_driver_package(probed):
     policy = ok(probed["no_driver"], DEBIAN_12_DOCKER)
     lines = ["nvidia-smi hold", "libnvidia-ml1 hold", "nvidia-driver-bin-530 hold", "libcuda1 install",
              "nvidia-persistenced hold", "vim hold", "nvidia-cuda-toolkit hold", "firmware-nvidia-gsp hold"]
-    assert outcome.outcome(policy, selections=lines)["release"] == [
+    assert outcome.findings(policy, selections=lines)["release"] == [
         "nvidia-smi", "libnvidia-ml1", "nvidia-driver-bin-530", "nvidia-persistenced", "firmware-nvidia-gsp"]
 
 
@@ -551,7 +551,7 @@ VERSION_CASES = [
 def test_the_driver_packages_carry_one_version_or_the_role_says_what_to_do(
         probed, case, distribution, packages, versions, advice):
     facts = dict(host_facts(probed["healthy"], distribution), packages=packages)
-    result = driver_plan.plan(facts, dict(ROLE_DEFAULTS), "gpu7", "ssh")
+    result = driver_plan.course(facts, dict(ROLE_DEFAULTS), "gpu7", "ssh")
     found = result["versions"]
     assert dict((version, sorted(names)) for version, names in found["versions"].items()) == versions
     assert found["mixed"] is (advice is not None)
@@ -587,7 +587,7 @@ HOLD_CASES = [
 def test_every_driver_package_installed_is_held(
         probed, case, distribution, settings, packages, versionlock, hold, lock):
     policy = ok(probed["no_driver"], distribution, **settings)
-    found = outcome.outcome(policy, packages=packages, versionlock=versionlock)
+    found = outcome.findings(policy, packages=packages, versionlock=versionlock)
     assert found["hold"] == hold
     if lock is not None:
         assert found["lock"] == lock and found["unlock"] == ["nvidia-driver-cuda"]
@@ -603,28 +603,28 @@ def test_an_upgrade_installs_the_latest_and_an_install_what_is_there(probed):
 def test_the_enabled_module_stream(probed):
     policy = ok(probed["no_driver"], ROCKY_9)
     enabled = "nvidia-driver  580-dkms [e]  default [d], fm, ks  Nvidia driver for 580-dkms branch\n"
-    assert outcome.outcome(policy, module_list=enabled)["stream_enabled"] is True
-    assert outcome.outcome(policy, module_list=enabled.replace("580", "570"))["stream_enabled"] is False
-    assert outcome.outcome(policy, module_list="")["stream_enabled"] is False
+    assert outcome.findings(policy, module_list=enabled)["stream_enabled"] is True
+    assert outcome.findings(policy, module_list=enabled.replace("580", "570"))["stream_enabled"] is False
+    assert outcome.findings(policy, module_list="")["stream_enabled"] is False
 
 
 def test_secure_boot_state_from_mokutil_or_the_efi_variable(probed):
     policy = ok(probed["no_driver"])
-    assert outcome.outcome(policy, sb_state="SecureBoot enabled\n")["secure_boot"] is True
-    assert outcome.outcome(policy, sb_state="", sb_efivar="   1\n")["secure_boot"] is True
-    assert outcome.outcome(policy, sb_state="SecureBoot disabled\n", sb_efivar="   0\n")["secure_boot"] is False
+    assert outcome.findings(policy, sb_state="SecureBoot enabled\n")["secure_boot"] is True
+    assert outcome.findings(policy, sb_state="", sb_efivar="   1\n")["secure_boot"] is True
+    assert outcome.findings(policy, sb_state="SecureBoot disabled\n", sb_efivar="   0\n")["secure_boot"] is False
 
 
 def test_a_failed_modprobe_says_whether_a_reboot_helps(probed):
     policy = ok(probed["no_driver"], DEBIAN_12)
-    refused_key = outcome.outcome(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': Key was rejected "
-                                                   "by service\n")["modprobe"]
+    refused_key = outcome.findings(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': Key was rejected "
+                                   "by service\n")["modprobe"]
     assert refused_key == {"reboot_required": True, "module_missing": False, "reboot_reason":
                            "Secure Boot refused the nvidia module: enroll /var/lib/dkms/mok.pub with mokutil --import "
                            "and confirm it at the console during the reboot"}
-    absent = outcome.outcome(policy, modprobe="modprobe: FATAL: Module nvidia not found in directory /lib/x\n")
+    absent = outcome.findings(policy, modprobe="modprobe: FATAL: Module nvidia not found in directory /lib/x\n")
     assert absent["modprobe"]["module_missing"] is True and absent["modprobe"]["reboot_required"] is False
-    other = outcome.outcome(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': No such device")
+    other = outcome.findings(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': No such device")
     assert other["modprobe"]["reboot_reason"] == ("modprobe nvidia failed (modprobe: ERROR: could not insert 'nvidia': "
                                                   "No such device); it loads at the next boot")
 
@@ -633,7 +633,7 @@ def verified(probed, policy, after, **found):
     facts = dict(before=probed["no_driver"]["nvml"], caps=probed[after], module_loaded=False, reboot_required=False,
                  reboot_reason=None, module_missing=False, kernel="6.1.0-25-amd64")
     facts.update(found)
-    return outcome.outcome(policy, verified=facts)["result"]
+    return outcome.findings(policy, verified=facts)["result"]
 
 
 def test_the_new_nvml_status_is_explained(probed):

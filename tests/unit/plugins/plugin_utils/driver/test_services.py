@@ -20,8 +20,8 @@ UNITS = ("nvidia-persistenced.service",)
 
 def services(caps, distribution="Ubuntu", installed=None, units=UNITS, check_fabric=False, **settings):
     facts = {"distribution": distribution, "device_capabilities": caps}
-    return driver_services.plan(facts, dict(DEFAULTS, **settings), units, installed or {},
-                                check_fabric=check_fabric)
+    return driver_services.needs(facts, dict(DEFAULTS, **settings), units, installed or {},
+                                 check_fabric=check_fabric)
 
 
 @pytest.fixture(scope="module")

@@ -13,11 +13,11 @@ from tests.helpers import NODE_SETTINGS as SETTINGS
 
 
 def test_the_planner_lists_what_the_role_may_force():
-    assert node_plan.plan(None, SETTINGS, "h")["backends"] == ["cpu"]
-    assert node_plan.plan(None, dict(SETTINGS, exo_node_tinygrad_backend="nv", exo_node_cpu_fallback=False),
-                          "h")["backends"] == ["nv"]
+    assert node_plan.instances(None, SETTINGS, "h")["backends"] == ["cpu"]
+    assert node_plan.instances(None, dict(SETTINGS, exo_node_tinygrad_backend="nv", exo_node_cpu_fallback=False),
+                               "h")["backends"] == ["nv"]
     # Settings it refuses give no list, and the errors say why.
-    refused = node_plan.plan(None, dict(SETTINGS, exo_node_tinygrad_backend="vulkan"), "h")
+    refused = node_plan.instances(None, dict(SETTINGS, exo_node_tinygrad_backend="vulkan"), "h")
     assert refused["backends"] == [] and refused["errors"]
 
 

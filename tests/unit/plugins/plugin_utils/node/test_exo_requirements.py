@@ -71,9 +71,9 @@ WANTED = ["aiohttp==3.10.11", "aiohttp_cors==0.7.0", "aiofiles==24.1.0", "grpcio
 
 
 def with_defaults(metadata, tinygrad=None):
-    return exo_requirements.plan(metadata, DEFAULTS["exo_node_skip_requirements"],
-                                 DEFAULTS["exo_node_replace_requirements"],
-                                 DEFAULTS["exo_node_tinygrad_requirement"] if tinygrad is None else tinygrad)
+    return exo_requirements.requirements(metadata, DEFAULTS["exo_node_skip_requirements"],
+                                         DEFAULTS["exo_node_replace_requirements"],
+                                         DEFAULTS["exo_node_tinygrad_requirement"] if tinygrad is None else tinygrad)
 
 
 def test_the_defaults_keep_exos_tinygrad_and_drop_what_no_module_imports():
@@ -102,7 +102,7 @@ def test_tinygrad_as_a_path_url_or_requirement(tinygrad):
 
 
 def test_names_compare_as_indexes_compare_them():
-    result = exo_requirements.plan(EXO_METADATA, ["Grpcio_Tools", "NUITKA", "jinja2"], {"OpenCV.Python": "opencv-python-headless"})
+    result = exo_requirements.requirements(EXO_METADATA, ["Grpcio_Tools", "NUITKA", "jinja2"], {"OpenCV.Python": "opencv-python-headless"})
     assert "grpcio-tools==1.70.0" in result["skipped"] and "nuitka==2.5.1" in result["skipped"]
     assert "Jinja2==3.1.4" in result["skipped"]
     assert "opencv-python-headless==4.10.0.84" in result["install"]
@@ -110,14 +110,14 @@ def test_names_compare_as_indexes_compare_them():
 
 def test_a_requirement_with_extras_and_marker_keeps_them_when_replaced():
     metadata = "Name: x\nVersion: 1\nRequires-Dist: opencv-python[contrib]>=4.10; python_version >= \"3.10\"\n"
-    result = exo_requirements.plan(metadata, [], {"opencv-python": "opencv-python-headless"})
+    result = exo_requirements.requirements(metadata, [], {"opencv-python": "opencv-python-headless"})
     assert result["install"] == ['opencv-python-headless[contrib]>=4.10; python_version >= "3.10"']
 
 
 def test_a_distribution_without_requirements_installs_only_tinygrad_when_asked():
     metadata = "Metadata-Version: 2.1\nName: gpufleet-exo-standin\nVersion: 0.1.0\n"
-    assert exo_requirements.plan(metadata)["install"] == []
-    assert exo_requirements.plan(metadata, tinygrad="tinygrad==0.10.0")["install"] == ["tinygrad==0.10.0"]
+    assert exo_requirements.requirements(metadata)["install"] == []
+    assert exo_requirements.requirements(metadata, tinygrad="tinygrad==0.10.0")["install"] == ["tinygrad==0.10.0"]
 
 
 def test_without_metadata_only_the_settings_are_checked():
@@ -139,7 +139,7 @@ def test_without_metadata_only_the_settings_are_checked():
     ([], {}, 0, "exo_node_tinygrad_requirement must be a string, got 0"),
 ])
 def test_bad_settings_are_named_with_their_value(skip, replace, tinygrad, message):
-    result = exo_requirements.plan(EXO_METADATA, skip, replace, tinygrad)
+    result = exo_requirements.requirements(EXO_METADATA, skip, replace, tinygrad)
     assert result["install"] == []
     assert [e for e in result["errors"] if message in e], result["errors"]
 
@@ -150,11 +150,11 @@ def test_bad_settings_are_named_with_their_value(skip, replace, tinygrad, messag
     ("Requires-Dist: numpy\n", "has no Name: header"),
 ])
 def test_what_is_not_a_metadata_file_is_said(metadata, message):
-    result = exo_requirements.plan(metadata)
+    result = exo_requirements.requirements(metadata)
     assert [e for e in result["errors"] if message in e], result["errors"]
 
 
-def test_the_filter_is_the_plan():
+def test_the_filter_is_requirements():
     flt = FilterModule().filters()["exo_requirements"]
     assert flt(EXO_METADATA, DEFAULTS["exo_node_skip_requirements"], DEFAULTS["exo_node_replace_requirements"],
                "tinygrad==0.10.0") == with_defaults(EXO_METADATA, tinygrad="tinygrad==0.10.0")

@@ -229,10 +229,10 @@ def test_a_cpu_instance_brings_the_compiler_of_tinygrads_cpu_backend_before_the_
 
 def test_a_plan_without_facts_brings_the_compiler_where_a_cpu_instance_may_come():
     # The first facts came from an interpreter without nvidia-ml-py: the planner saw none.
-    unknown = node_plan.plan(None, dict(PLAN_SETTINGS), "h", preview=True)
+    unknown = node_plan.instances(None, dict(PLAN_SETTINGS), "h", preview=True)
     assert unknown["instances"] == [] and "cpu" in unknown["backends"]
     assert install(plan=unknown)["packages"] == ["git", "nftables", "clang"]
-    no_fallback = node_plan.plan(None, dict(PLAN_SETTINGS, exo_node_cpu_fallback=False), "h", preview=True)
+    no_fallback = node_plan.instances(None, dict(PLAN_SETTINGS, exo_node_cpu_fallback=False), "h", preview=True)
     assert install(plan=no_fallback)["packages"] == ["git", "nftables"]
 
 

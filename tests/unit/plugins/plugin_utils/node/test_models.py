@@ -51,8 +51,8 @@ def test_a_controller_store_is_copied_once_and_linked_into_every_instance(tmp_pa
     store = str(tmp_path / "store")
     # a store given with ".." and a trailing slash, as find reports it: normalised
     given = os.path.join(store, "..", "store") + "/"
-    placement = models.plan("h", settings(exo_node_model_store=given), instances, store=find(store, [REPO]),
-                            df={"stdout": "Avail\n5000\n"})
+    placement = models.placement("h", settings(exo_node_model_store=given), instances, store=find(store, [REPO]),
+                                 df={"stdout": "Avail\n5000\n"})
     assert placement["errors"] == []
     kept = "/var/lib/exo/models/" + REPO
     assert [c["dest"] for c in placement["copies"]] == [kept + "/" + p for p in sorted(FILES)]
@@ -73,8 +73,8 @@ def test_a_controller_store_is_copied_once_and_linked_into_every_instance(tmp_pa
 def test_files_already_there_are_not_counted_and_too_little_space_stops_the_run(tmp_path, instances):
     store, data = str(tmp_path / "store"), str(tmp_path / "data")
     placed = find(os.path.join(data, "models"), [REPO], {"model.safetensors": 1000})
-    placement = models.plan("h", settings(exo_node_model_store=store, exo_node_data_dir=data), instances,
-                            store=find(store, [REPO]), placed=placed, df={"stdout": "Avail\n20\n"})
+    placement = models.placement("h", settings(exo_node_model_store=store, exo_node_data_dir=data), instances,
+                                 store=find(store, [REPO]), placed=placed, df={"stdout": "Avail\n20\n"})
     assert placement["copy_bytes"] == 33
     assert placement["errors"] == ["host h: the models need 0.00 GB more in %s (exo_node_data_dir) and it has 0.00 GB "
                                    "free; free space there, or choose fewer exo_node_models" % data]
@@ -83,8 +83,8 @@ def test_files_already_there_are_not_counted_and_too_little_space_stops_the_run(
 def test_a_repository_index_is_linked_and_a_host_store_is_copied_on_the_host(tmp_path, instances):
     store = str(tmp_path / "store")
     files = dict(FILES, **{"model.safetensors.index.json": 5})
-    placement = models.plan("h", settings(exo_node_model_source="host", exo_node_model_store=store), instances,
-                            store=find(store, [REPO], files))
+    placement = models.placement("h", settings(exo_node_model_source="host", exo_node_model_store=store), instances,
+                                 store=find(store, [REPO], files))
     kept = "/var/lib/exo/models/" + REPO
     assert placement["remote_src"] is True
     assert placement["copies"][0] == {"src": "%s/%s/config.json" % (store, REPO), "dest": kept + "/config.json"}
@@ -95,8 +95,8 @@ def test_a_repository_index_is_linked_and_a_host_store_is_copied_on_the_host(tmp
 
 
 def test_a_store_without_the_model_is_refused_with_what_to_do(tmp_path, instances):
-    placement = models.plan("h", settings(exo_node_models=["llama-3.2-1b", "llama-3.2-1b-8bit"]), instances,
-                            store={"results": [{"item": REPO, "files": []}]})
+    placement = models.placement("h", settings(exo_node_models=["llama-3.2-1b", "llama-3.2-1b-8bit"]), instances,
+                                 store={"results": [{"item": REPO, "files": []}]})
     assert placement["errors"] == [
         "host h: exo_node_model_store has no *.safetensors file of %s (for exo_node_models llama-3.2-1b, "
         "llama-3.2-1b-8bit) in /store/%s on the controller; put the repository's files there "
@@ -105,7 +105,7 @@ def test_a_store_without_the_model_is_refused_with_what_to_do(tmp_path, instance
 
 def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
     mirror = settings(exo_node_model_source="mirror", exo_node_model_store="http://mirror.example:8080/")
-    placement = models.plan("h", mirror, [], store={"results": []})
+    placement = models.placement("h", mirror, [], store={"results": []})
     assert placement["links"] == [] and placement["summary"] == [
         "models llama-3.2-1b: from the mirror http://mirror.example:8080/ (HF_ENDPOINT), downloaded by exo itself"]
     instances = ok(probed["one"], **mirror)["instances"]

@@ -106,11 +106,11 @@ def test_a_preview_asked_for_stays_one():
     assert FILTERS["node_plan"](h100(), SETTINGS, "h", preview=True, exo_python=LOOKED)["preview"] is True
 
 
-def install_plan(**state):
+def install_steps(**state):
     return FILTERS["node_install"](SETTINGS, **state)
 
 
-SOURCE = install_plan()["source_id"]
+SOURCE = install_steps()["source_id"]
 
 
 def slurped(text):
@@ -138,7 +138,7 @@ NEEDED = {
 @pytest.mark.parametrize("name", sorted(NEEDED))
 def test_pip_installs_exo_only_where_the_host_lacks_this_source(name):
     stage, exe, marker, needed = NEEDED[name]
-    assert install_plan(stage=stage, exe=exe, marker=marker)["needed"] is needed
+    assert install_steps(stage=stage, exe=exe, marker=marker)["needed"] is needed
 
 
 INSTANCES = [{"name": "GPU-1", "kind": "gpu"}, {"name": "GPU-2", "kind": "gpu"}, {"name": "GPU-3", "kind": "gpu"}]

@@ -175,14 +175,14 @@ def test_ports_overflow(probed):
 def test_forced_backend_unknown_to_the_tinygrad_version(probed):
     facts = with_tinygrad(probed["one"])
     del facts["tinygrad"]["select_env"]["nv"]
-    result = node_plan.plan(facts, dict(SETTINGS, exo_node_tinygrad_backend="nv"), "h")
+    result = node_plan.instances(facts, dict(SETTINGS, exo_node_tinygrad_backend="nv"), "h")
     assert result["errors"] and "exo_node_tinygrad_backend is nv but the variable that selects it is unknown" \
         in result["errors"][0]
 
 
 def test_mig_minors_missing(probed):
-    result = node_plan.plan(with_tinygrad(probed["mig"]), dict(SETTINGS, exo_node_mig=True), "h",
-                            mig_minors_text=None, mig_minors_error="No such file")
+    result = node_plan.instances(with_tinygrad(probed["mig"]), dict(SETTINGS, exo_node_mig=True), "h",
+                                 mig_minors_text=None, mig_minors_error="No such file")
     assert len(result["errors"]) == 4
     assert "gpu0/gi1/access is not in /proc/driver/nvidia-caps/mig-minors (reading it failed: No such file)" \
         in result["errors"][0]
@@ -238,8 +238,8 @@ def test_every_bad_setting_gets_its_own_message(probed):
 
 
 def test_settings_alone_before_the_facts():
-    assert node_plan.plan(None, dict(SETTINGS), "h")["errors"] == []
-    assert node_plan.plan(None, dict(SETTINGS, exo_node_api_port=0), "h")["errors"] == [
+    assert node_plan.instances(None, dict(SETTINGS), "h")["errors"] == []
+    assert node_plan.instances(None, dict(SETTINGS, exo_node_api_port=0), "h")["errors"] == [
         "host h: exo_node_api_port is 0; it must be from 1 to 65535"]
 
 
@@ -247,11 +247,11 @@ def test_preview_leaves_what_depends_on_exos_tinygrad_to_the_final_plan(probed):
     facts = with_tinygrad(probed["one"])
     del facts["tinygrad"]["select_env"]["nv"]
     settings = dict(SETTINGS, exo_node_tinygrad_backend="nv", exo_node_extra_env={"VISIBLE_DEVICES": "1"})
-    assert len(node_plan.plan(facts, settings, "h")["errors"]) == 1
-    preview = node_plan.plan(facts, settings, "h", preview=True)
+    assert len(node_plan.instances(facts, settings, "h")["errors"]) == 1
+    preview = node_plan.instances(facts, settings, "h", preview=True)
     assert preview["errors"] == [] and [i["name"] for i in preview["instances"]] == [uuid(0)]
     # What the GPUs decide is checked all the same.
-    assert node_plan.plan(facts, dict(settings, exo_node_gpus=[7]), "h", preview=True)["errors"]
+    assert node_plan.instances(facts, dict(settings, exo_node_gpus=[7]), "h", preview=True)["errors"]
 
 
 def test_accounts_the_role_did_not_create_are_refused(probed):
@@ -269,7 +269,7 @@ def test_accounts_the_role_did_not_create_are_refused(probed):
     ("gpus: none", ["is \"gpus: none\", not the facts of gpufleet.exo.device_facts"]),
 ])
 def test_foreign_facts_are_named(facts, parts):
-    result = node_plan.plan(facts, dict(SETTINGS), "h")
+    result = node_plan.instances(facts, dict(SETTINGS), "h")
     assert len(result["errors"]) == 1 and all(p in result["errors"][0] for p in parts), result["errors"]
     assert "gather them with gpufleet.exo.device_facts" in result["errors"][0]
 
