@@ -4,12 +4,14 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-__doc__ = """site.yml stops a host with a bad or misspelt variable in one line that says what to do, never the spec.
+__doc__ = """site.yml stops a host with a bad or misspelt variable before any change, with one check's message.
 
-site.yml includes the roles with rolespec_validate: false, so that each role's own check of its
-variables (plugins/plugin_utils/role_settings.py) speaks instead of ansible-core's, whose failure
-carries the whole of meta/argument_specs.yml (argument_spec_data, about 14 KB per host for the node
-role). One simulated host per case, on a local connection, in check mode.
+site.yml calls the roles as a user would (import_role, no rolespec_validate), so ansible-core's check
+of meta/argument_specs.yml runs first and refuses a wrong type or choice with its own message (and
+the whole spec, argument_spec_data, which core prints with it). What that check cannot see, the
+roles' own check (plugins/plugin_utils/role_settings.py) refuses in one line that says what to do:
+a misspelt name with the nearest one, a number out of range. Never both for one value. One simulated
+host per case, on a local connection, in check mode.
 """
 
 import json
@@ -20,29 +22,39 @@ import sys
 from tests.simulated import hosts as simhosts
 from tests.helpers import REPO, run_playbook
 
-# name: (simulated host, its variables, the one message). A GPU host goes through the driver role
-# first (planning only), a CPU host only through the node role; bad_port passes the driver role, as
-# ansible-playbook stops at a play that no host passes.
-CASES = {
-    "bad_port": ("one", {"exo_node_api_port": "abc"},
-                 'host bad_port: exo_node_api_port is "abc", not a whole number; give one such as 52415'),
-    "misspelt": ("cpu_only", {"exo_node_gpu": [0]},
+# name: (simulated host, its variables, the role, the one message). A GPU host goes through the driver
+# role first (planning only), a CPU host only through the node role; bad_port and node_range pass the
+# driver role, as ansible-playbook stops at a play that no host passes.
+# ansible-core's check of the spec: a wrong type or choice, refused by the role's validation task.
+CORE = {
+    "bad_port": ("one", {"exo_node_api_port": "abc"}, "node",
+                 "argument 'exo_node_api_port' is of type str and we were unable to convert to int: \"'abc'\" cannot "
+                 "be converted to an int"),
+    "bad_choice": ("cpu_only", {"exo_node_discovery": "mdns"}, "node",
+                   "value of exo_node_discovery must be one of: manual, udp, got: mdns"),
+    "driver_bad": ("one", {"exo_driver_min_free_mib": "lots"}, "driver",
+                   "argument 'exo_driver_min_free_mib' is of type str and we were unable to convert to int: \"'lots'\" "
+                   "cannot be converted to an int"),
+}
+# The roles' own check: what the spec cannot say.
+ROLE = {
+    "misspelt": ("cpu_only", {"exo_node_gpu": [0]}, "node",
                  "host misspelt: exo_node_gpu is not a variable of this role (did you mean exo_node_gpus?); "
                  "docs/node.md lists them"),
-    "bad_choice": ("cpu_only", {"exo_node_discovery": "mdns"},
-                   'host bad_choice: exo_node_discovery is "mdns"; choose one of "manual", "udp"'),
-    "driver_bad": ("one", {"exo_driver_min_free_mib": "lots"},
-                   'host driver_bad: exo_driver_min_free_mib is "lots", not a whole number; give one such as 1536'),
-    "driver_misspelt": ("one", {"exo_driver_rebot": True},
+    "node_range": ("one", {"exo_node_api_port": "70000"}, "node",
+                   'host node_range: exo_node_api_port is "70000"; it must be from 1 to 65535'),
+    "driver_misspelt": ("one", {"exo_driver_rebot": True}, "driver",
                         "host driver_misspelt: exo_driver_rebot is not a variable of this role (did you mean "
                         "exo_driver_reboot?); docs/driver.md lists them"),
+    "driver_range": ("one", {"exo_driver_reboot_timeout": 5}, "driver",
+                     "host driver_range: exo_driver_reboot_timeout is 5; it must be from 60 to 86400"),
 }
 
 
-def test_site_refuses_in_one_line_without_the_spec(tmp_path, nvml_lib):
+def test_site_refuses_each_bad_value_once_before_any_change(tmp_path, nvml_lib):
     tmp = str(tmp_path)
     hosts = {}
-    for name, (host, variables, dummy) in CASES.items():
+    for name, (host, variables, dummy_role, dummy) in dict(CORE, **ROLE).items():
         dummy_env, root = simhosts.write(tmp, name, nvml_lib, *simhosts.HOSTS[host])
         hosts[name] = dict(variables, device_facts_rootfs=root)
     paths = os.path.join(tmp, "paths", "{{ inventory_hostname }}")
@@ -59,15 +71,22 @@ def test_site_refuses_in_one_line_without_the_spec(tmp_path, nvml_lib):
         "exo_node_install_dir": paths + "/install", "exo_node_config_dir": paths + "/config",
         "exo_node_data_dir": paths + "/data"}}}
     proc, dummy = run_playbook(tmp, inventory, os.path.join(REPO, "site.yml"), [], check=True, timeout=900)
-    assert "argument_spec_data" not in proc.stdout and "Validating arguments" not in proc.stdout, proc.stdout[-6000:]
-    for name, (dummy_host, dummy_variables, message) in CASES.items():
+    for name, (dummy_host, variables, role, message) in dict(CORE, **ROLE).items():
         failures = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [%s]" % name)]
         assert len(failures) == 1, proc.stdout[-6000:]
-        # The message as JSON writes it, alone in the result, on one line.
-        assert '"msg": [%s]' % json.dumps(message) in failures[0], failures[0]
-        # All that the failure prints for the host: ansible-core's error with the task's place, and the result.
-        printed = re.search(r"^\[ERROR\]: Task failed: Action failed: \['host %s: .*?^fatal: \[%s\].*?$" % (name, name),
-                            proc.stdout, re.M | re.S).group(0)
-        assert len(printed) < 1024, printed
+        # Before any change: the host failed once and changed nothing.
         recap = re.search(r"^%s +: ok=\d+ +changed=(\d+) +unreachable=0 +failed=(\d+)" % name, proc.stdout, re.M)
         assert recap and recap.groups() == ("0", "1"), proc.stdout[-3000:]
+        result = json.loads(failures[0].split(" => ", 1)[1])
+        if name in CORE:
+            # ansible-core's check of the role's spec, with the one error naming the variable...
+            assert result["validate_args_context"]["name"] == role, failures[0][:2000]
+            assert result["argument_errors"] == [message], failures[0][:2000]
+            # ...and never the role's own line about the same value after it.
+            assert "host %s: %s" % (name, next(iter(variables))) not in proc.stdout
+        else:
+            # The role's check, the only problem found, alone in the result on one line, without the spec.
+            assert result["msg"] == [message], failures[0]
+            printed = re.search(r"^\[ERROR\]: Task failed: Action failed: \['host %s: .*?^fatal: \[%s\].*?$"
+                                % (name, name), proc.stdout, re.M | re.S).group(0)
+            assert "argument_spec_data" not in printed and len(printed) < 1024, printed
