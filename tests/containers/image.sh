@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the podman image localhost/gpufleet-NAME from tests/containers/images/NAME.conf, only when
 # it is missing or its recipe changed. The debootstrap result is cached as a tarball under
-# .build/containers/images/, so a lost or outdated image is rebuilt in seconds without downloading.
+# .build/containers/images/, keyed by what debootstrap sees (suite, mirror, packages): the images of
+# one Debian release share it, so the release is bootstrapped once and a lost or outdated image is
+# rebuilt in seconds without downloading.
 #
 #   tests/containers/image.sh debian12                          # build if needed, print the name
 #   GPUFLEET_IMAGE_REBUILD=1 tests/containers/image.sh debian12 # ignore both caches
@@ -61,10 +63,14 @@ cache="${GPUFLEET_CONTAINERS_DIR}/images"
 init_helper="${here}/gpufleet-init"
 mkdir -p "${cache}"
 
+# base_name SUITE MIRROR INCLUDE: the tarball of the debootstrap of these. Only what debootstrap sees
+# decides whether the slow step runs again; recipes that agree on it (a release's image and its -exo
+# image, which adds files, not packages) share one.
+base_name() {
+    printf 'base-%s-%s.tar' "$1" "$(printf '%s\n' "$1" "$2" "$3" | sha256sum | cut -c1-16)"
+}
 include="$(IFS=,; echo "${INCLUDE[*]}")"
-# Only what debootstrap sees decides whether the slow step runs again.
-base_hash="$(printf '%s\n' "${SUITE}" "${MIRROR}" "${include}" | sha256sum | cut -c1-16)"
-base_tarball="${cache}/${name}-base-${base_hash}.tar"
+base_tarball="${cache}/$(base_name "${SUITE}" "${MIRROR}" "${include}")"
 # The recipe's values (a recipe may source another), this script, the init helper and the copied
 # Pythons define the final image.
 image_hash="$( { printf '%s\n' "${SUITE}" "${MIRROR}" "${include}" "${SOURCES[@]}" "${MASK[@]}" "${python_ids[@]}";
@@ -93,24 +99,39 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The images sharing a base wait for one another while it is made.
+exec 8>"${base_tarball%.tar}.lock"
+flock 8
 if [ ! -f "${base_tarball}" ] || [ -n "${GPUFLEET_IMAGE_REBUILD:-}" ]; then
     command -v debootstrap >/dev/null 2>&1 || {
         echo "image.sh: debootstrap is missing; run tests/containers/setup.sh first." >&2
         exit 1
     }
     rootfs="$(mktemp -d "${cache}/${name}-rootfs.XXXXXX")"
+    log="${base_tarball%.tar}-debootstrap.log"
     echo "image.sh: debootstrap ${SUITE} (minbase + ${include}), about a minute" >&2
     "${sudo_cmd[@]}" debootstrap --variant=minbase --include="${include}" \
-        "${SUITE}" "${rootfs}" "${MIRROR}" >"${cache}/${name}-debootstrap.log" 2>&1 || {
-        echo "image.sh: debootstrap failed; the last lines of ${cache}/${name}-debootstrap.log:" >&2
-        tail -n 20 "${cache}/${name}-debootstrap.log" >&2
+        "${SUITE}" "${rootfs}" "${MIRROR}" >"${log}" 2>&1 || {
+        echo "image.sh: debootstrap failed; the last lines of ${log}:" >&2
+        tail -n 20 "${log}" >&2
         exit 1
     }
     "${sudo_cmd[@]}" tar --numeric-owner -C "${rootfs}" -cf "${base_tarball}.tmp" .
     "${sudo_cmd[@]}" mv "${base_tarball}.tmp" "${base_tarball}"
-    # Tarballs of older recipes for this image are dead weight.
-    find "${cache}" -maxdepth 1 -name "${name}-base-*.tar" ! -name "$(basename "${base_tarball}")" -delete
+    flock -u 8
+    # Tarballs no recipe asks for any more, and those of the older naming (one per image), are dead weight.
+    wanted=()
+    for other in "${here}"/images/*.conf; do
+        # shellcheck disable=SC2016  # expanded by the inner bash, from the recipe it sources
+        wanted+=("$(bash -c '. "$1"; IFS=,; printf "%s\n%s\n%s\n" "${SUITE}" "${MIRROR}" "${INCLUDE[*]}"' sh "${other}" \
+                    | { read -r suite; read -r mirror; read -r packages; base_name "${suite}" "${mirror}" "${packages}"; })")
+    done
+    for stale in "${cache}"/*-base-*.tar "${cache}"/base-*.tar; do
+        [ -f "${stale}" ] || continue
+        case " ${wanted[*]} " in *" $(basename "${stale}") "*) ;; *) rm -f "${stale}" "${stale%.tar}.lock" ;; esac
+    done
 else
+    flock -u 8
     rootfs="$(mktemp -d "${cache}/${name}-rootfs.XXXXXX")"
     "${sudo_cmd[@]}" tar --numeric-owner -C "${rootfs}" -xf "${base_tarball}"
 fi
