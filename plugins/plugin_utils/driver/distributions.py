@@ -342,29 +342,29 @@ def _key_fingerprints(table, settings, major, problem):
 BUILDERS = {"Debian": _debian, "Ubuntu": _ubuntu, "RedHat": _redhat}
 
 
-def _package_check(table, plan, settings, facts):
-    """The arguments of the package check module (driver_apt_check, driver_dnf_check) for this plan."""
-    required = plan["kernel_packages"] + plan["packages"]
+def _package_check(table, planned, settings, facts):
+    """The arguments of the package check module (driver_apt_check, driver_dnf_check) for this install."""
+    required = planned["kernel_packages"] + planned["packages"]
     if table["package_manager"] == "apt":
-        return {"repositories": plan["repositories"], "packages": required,
-                "optional_packages": plan["optional_packages"], "version_match": plan["version_match"],
-                "kernel": facts["kernel"], "distribution": plan["distribution"], "branch": plan["branch"]}
-    epel, cuda = plan["repositories"]
+        return {"repositories": planned["repositories"], "packages": required,
+                "optional_packages": planned["optional_packages"], "version_match": planned["version_match"],
+                "kernel": facts["kernel"], "distribution": planned["distribution"], "branch": planned["branch"]}
+    epel, cuda = planned["repositories"]
     repositories = [{"id": cuda["name"], "baseurl": cuda["baseurl"]}]
     if epel["needed"]:
         names = {"major": facts["distribution_major_version"], "architecture": facts.get("architecture", "x86_64")}
         repositories.append({"id": "gpufleet-exo-epel", "baseurl": table["epel_baseurl"] % names})
     extra = settings["exo_driver_extra_packages"] + table["hold"]["tool_packages"]
-    devel = [name for name in plan["kernel_packages"] if name.startswith("kernel-devel-")]
-    return {"repositories": repositories, "stream": plan["module_stream"],
-            "stream_packages": [name for name in plan["packages"] if name not in extra]
-            + [name for name in plan["kernel_packages"] if name not in devel],
-            "other_packages": devel + extra + (["dkms"] if plan["kernel_module"] == "dkms" else []),
-            "kernel": facts["kernel"], "distribution": plan["distribution"]}
+    devel = [name for name in planned["kernel_packages"] if name.startswith("kernel-devel-")]
+    return {"repositories": repositories, "stream": planned["module_stream"],
+            "stream_packages": [name for name in planned["packages"] if name not in extra]
+            + [name for name in planned["kernel_packages"] if name not in devel],
+            "other_packages": devel + extra + (["dkms"] if planned["kernel_module"] == "dkms" else []),
+            "kernel": facts["kernel"], "distribution": planned["distribution"]}
 
 
 def install(host, facts, settings, raw, decided, kernel_module, problems):
-    """(plan, package check arguments) for a host that gets the driver, or (None, None) after a problem."""
+    """(install, package check arguments) for a host that gets the driver, or (None, None) after a problem."""
     why = "%s needs the NVIDIA driver (%s)" % (host, decided["reason"])
     table = family(facts.get("distribution"))
     if table is None:
@@ -400,7 +400,7 @@ def install(host, facts, settings, raw, decided, kernel_module, problems):
         problem("exo_driver_flavor", "exo_driver_flavor full needs the kernel module (the full driver depends on it), "
                 "which this host does not get (%s); use flavor compute for user space only"
                 % _no_kernel_module_why(settings, decided))
-    plan = {
+    planned = {
         "distribution": built["distribution"],
         "branch": branch,
         "package_manager": table["package_manager"],
@@ -424,7 +424,7 @@ def install(host, facts, settings, raw, decided, kernel_module, problems):
         "nouveau_blacklist": bool(settings["exo_driver_blacklist_nouveau"] and kernel_module and decided["nouveau"]),
         "kernel_module_why": None if kernel_module else _no_kernel_module_why(settings, decided),
     }
-    return plan, _package_check(table, plan, settings, facts)
+    return planned, _package_check(table, planned, settings, facts)
 
 
 def _no_kernel_module_why(settings, decided):

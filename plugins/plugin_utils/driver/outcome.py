@@ -45,12 +45,12 @@ def space_problems(mounts, min_free_mib, paths=SPACE_PATHS):
     return problems
 
 
-def secure_boot_advice(install_plan, distribution):
+def secure_boot_advice(install, distribution):
     """What to do when Secure Boot would refuse the DKMS-built module."""
     return ("Secure Boot is on and the key that signs DKMS modules (%s) is not enrolled, so the kernel would refuse "
             "the nvidia module. Either enroll it: after the install run `mokutil --import %s`, reboot and confirm the "
             "enrollment at the console; or turn Secure Boot off in the firmware%s. exo_driver_secure_boot: continue "
-            "installs anyway." % (install_plan["mok_key"], install_plan["mok_key"],
+            "installs anyway." % (install["mok_key"], install["mok_key"],
                                   "; or use Canonical's signed modules (exo_driver_ubuntu_modules: prebuilt)"
                                   if distribution == "Ubuntu" else ""))
 
@@ -126,19 +126,20 @@ def _shown(entry):
 
 
 def to_hold(course, packages):
-    """The packages to hold after an install: those the plan named and every driver package found installed."""
-    install_plan = course.get("plan") or {}
-    if not install_plan.get("hold_mechanism"):
+    """The packages to hold after an install: those the course's install named and every driver package found
+    installed."""
+    install = course.get("install") or {}
+    if not install.get("hold_mechanism"):
         return []
-    table = distributions.family(install_plan["family"])
-    named = install_plan["hold"]
+    table = distributions.family(install["family"])
+    named = install["hold"]
     return named + [name for name in driver_packages(packages, table) if name not in named]
 
 
 def held_to_release(selections, course):
     """The held driver packages (dpkg-query lines "name want"): an upgrade releases them all, moves them together
     and holds them again."""
-    names = re.compile(distributions.family(course["plan"]["family"])["driver_packages"]["names"])
+    names = re.compile(distributions.family(course["install"]["family"])["driver_packages"]["names"])
     return [line.split()[0] for line in selections or []
             if len(line.split()) == 2 and line.split()[1] == "hold" and names.match(line.split()[0])]
 
@@ -153,7 +154,7 @@ def versionlocked(lines):
 
 
 def stream_enabled(module_list, stream):
-    """Whether `dnf module list --enabled nvidia-driver` shows the plan's stream (nvidia-driver:<stream>)."""
+    """Whether `dnf module list --enabled nvidia-driver` shows the install's stream (nvidia-driver:<stream>)."""
     return stream.split(":", 1)[1] in module_streams(module_list or "")
 
 
@@ -212,7 +213,7 @@ def findings(course, selections=None, module_list=None, sb_state=None, sb_efivar
 
     verified: {"before", "caps", "module_loaded", "reboot_required", "reboot_reason", "module_missing", "kernel"}.
     """
-    install_plan = course.get("plan") or {}
+    install = course.get("install") or {}
     found = {"release": None, "stream_enabled": None, "secure_boot": secure_boot_on(sb_state, sb_efivar),
              "modprobe": None, "result": None, "hold": None, "lock": None, "unlock": None, "versions": None}
     if selections is not None:
@@ -220,14 +221,14 @@ def findings(course, selections=None, module_list=None, sb_state=None, sb_efivar
     if packages is not None:
         hold = to_hold(course, packages)
         locked = versionlocked(versionlock) if versionlock is not None else []
-        table = distributions.family(install_plan["family"])
+        table = distributions.family(install["family"])
         found.update(hold=hold, lock=[name for name in hold if name not in locked],
                      unlock=[name for name in locked if re.match(table["driver_packages"]["names"], name)],
                      versions=driver_versions(packages, table))
     if module_list is not None:
-        found["stream_enabled"] = stream_enabled(module_list, install_plan["module_stream"])
+        found["stream_enabled"] = stream_enabled(module_list, install["module_stream"])
     if modprobe is not None:
-        found["modprobe"] = after_modprobe(modprobe, install_plan.get("mok_key"))
+        found["modprobe"] = after_modprobe(modprobe, install.get("mok_key"))
     if verified is not None:
         found["result"] = verify(course, **verified)
     return found

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The driver role's plan of a host: its settings checked, the host's case, and what the role does there.
+"""The driver role's course on a host: its settings checked, the host's case, and what the role does there.
 
 `course(facts, settings, host)` takes a host's ansible_facts (with device_capabilities from
 gpufleet.exo.device_facts) and the role's exo_driver_* variables as the user gave them, and returns
@@ -11,7 +11,7 @@ message naming the host, the variable, the value as given and what to do. It cha
 plugins/plugin_utils/device_facts_check.py checks the facts against what cases.py reads of them;
 the other jobs are in the files beside this one: settings.py, cases.py (the decision table),
 distributions.py (where the driver comes from, and a host's packages) and outcome.py (what a run
-found, and the messages worded from the plan).
+found, and the messages worded from the install).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -38,14 +38,14 @@ def _reboot_blocker(settings, host, connection, container):
     return None
 
 
-def _messages(facts, settings, decided, install_plan):
-    """The messages the install steps may need, worded once the plan is known."""
+def _messages(facts, settings, decided, install):
+    """The messages the install steps may need, worded once the install is known."""
     return {
         "space_problems": space_problems(facts.get("mounts"), settings["exo_driver_min_free_mib"]),
-        "secure_boot_advice": secure_boot_advice(install_plan, facts.get("distribution")),
-        "would_install": "would install " + " ".join(install_plan["kernel_packages"] + install_plan["packages"]),
+        "secure_boot_advice": secure_boot_advice(install, facts.get("distribution")),
+        "would_install": "would install " + " ".join(install["kernel_packages"] + install["packages"]),
         "upgrade_reboot_reason": "the running nvidia module is %s; branch %s loads at the next boot"
-                                 % (decided["driver_version"], install_plan["branch"]),
+                                 % (decided["driver_version"], install["branch"]),
         "nouveau_reboot_reason": "nouveau holds %s until a reboot (blacklisted in %s)"
                                  % (", ".join(decided["nouveau"] or []), NOUVEAU_CONF),
     }
@@ -53,7 +53,7 @@ def _messages(facts, settings, decided, install_plan):
 
 def course(facts, raw_settings, host, connection=None):
     """What the driver role does on this host; see the module docstring and plugins/filter/driver_plan.yml."""
-    result = {"errors": [], "settings": None, "decision": None, "plan": None, "package_check": None,
+    result = {"errors": [], "settings": None, "decision": None, "install": None, "package_check": None,
               "changes_host": False, "kernel_module": None, "reboot_required": False, "reboot_reason": None, "reboot_blocker": None,
               "notes": [], "nvidia_module": None, "persistenced_service": "nvidia-persistenced", "messages": {},
               "summary": None, "nouveau_conf": NOUVEAU_CONF, "versions": None}
@@ -77,12 +77,12 @@ def course(facts, raw_settings, host, connection=None):
                   + "/sys/module/nvidia")
     if decided["action"] in ("install", "upgrade"):
         problems = []
-        result["plan"], result["package_check"] = distributions.install(
+        result["install"], result["package_check"] = distributions.install(
             host, facts, values, raw, decided, kernel_module, problems)
         result["errors"] = problems
-        if result["plan"]:
-            result["persistenced_service"] = result["plan"]["persistenced_service"]
-            result["messages"] = _messages(facts, values, decided, result["plan"])
+        if result["install"]:
+            result["persistenced_service"] = result["install"]["persistenced_service"]
+            result["messages"] = _messages(facts, values, decided, result["install"])
         if decided["nouveau"] and kernel_module and not values["exo_driver_blacklist_nouveau"]:
             result["notes"].append("nouveau holds %s and exo_driver_blacklist_nouveau is false: the nvidia module "
                                    "cannot take it" % ", ".join(decided["nouveau"]))
@@ -93,8 +93,9 @@ def course(facts, raw_settings, host, connection=None):
     result["summary"] = {"action": decided["action"], "why": decided["reason"],
                          "nvml": decided["nvml_status"], "gpus": decided["gpus"],
                          "passthrough (left alone)": decided["passthrough"]}
-    if result["plan"]:
-        result["summary"]["plan"] = result["plan"]
+    if result["install"]:
+        # Shown under the name the role publishes it by (exo_driver_plan).
+        result["summary"]["plan"] = result["install"]
     if result["versions"] and result["versions"]["installed"]:
         result["summary"]["driver packages"] = result["versions"]
     return result

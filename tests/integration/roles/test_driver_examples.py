@@ -25,9 +25,9 @@ def test_filter_example_plans_this_machine(tmp_path):
     example = examples("filter", "driver_plan")
     proc = playbook(str(tmp_path), example, local())
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
-    shown = proc.stdout.split("TASK [Show the problems, or the decision and the plan]")[1]
-    # this machine has no GPU: nothing to plan, and the settings as -e gives them are accepted
-    assert '"case": "no_hardware"' in shown and '"plan": null' in shown, shown[:3000]
+    shown = proc.stdout.split("TASK [Show the problems, or the decision and what to install]")[1]
+    # this machine has no GPU: nothing to install, and the settings as -e gives them are accepted
+    assert '"case": "no_hardware"' in shown and '"install": null' in shown, shown[:3000]
 
 
 def test_apt_check_example_asks_debians_archive(tmp_path):

@@ -4,7 +4,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-__doc__ = """The driver role's policy, called directly on the facts the probe really reports.
+__doc__ = """The driver role's planner, called directly on the facts the probe really reports.
 
 The device facts are those gpufleet.exo.device_facts reports on simulated hosts (tests/simulated/hosts.py
 DRIVER_HOSTS: a simulated /sys and the simulated libnvidia-ml under the real nvidia-ml-py, or no
@@ -63,7 +63,7 @@ def host_facts(caps, distribution=None):
 
 
 def plan(caps, distribution=None, host="h", connection="ssh", **settings):
-    """The policy over the role's defaults as Ansible hands them over, with settings as given."""
+    """The host's course over the role's defaults as Ansible hands them over, with settings as given."""
     return driver_plan.course(host_facts(caps, distribution), dict(ROLE_DEFAULTS, **settings), host, connection)
 
 
@@ -74,7 +74,7 @@ def ok(caps, distribution=None, **settings):
 
 
 def refused(caps, *parts, **settings):
-    """The one message the policy refuses with; it names the host and holds every part given."""
+    """The one message the planner refuses with; it names the host and holds every part given."""
     distribution = settings.pop("distribution", None)
     result = plan(caps, distribution, **settings)
     assert len(result["errors"]) == 1, result["errors"]
@@ -110,7 +110,7 @@ def test_decision_table_over_probed_hosts(probed, name, case, action, nvml_statu
     assert (result["decision"]["case"], result["decision"]["action"]) == (case, action)
     assert result["decision"]["reason"] == cases.CASES[case][1]
     # only hosts that need a driver get a plan
-    assert (result["plan"] is not None) == (action in ("install", "upgrade"))
+    assert (result["install"] is not None) == (action in ("install", "upgrade"))
 
 
 def test_install_follows_the_probes_own_verdict(probed):
@@ -128,11 +128,11 @@ def test_real_h100_is_left_alone_or_upgraded_when_asked():
     assert ok(caps)["decision"]["case"] == "ok"
     assert ok(caps, exo_driver_branch=580)["decision"]["case"] == "ok"
     other = ok(caps, exo_driver_branch="535")
-    assert (other["decision"]["case"], other["plan"]) == ("branch_differs", None)
+    assert (other["decision"]["case"], other["install"]) == ("branch_differs", None)
     upgrade = ok(caps, UBUNTU_2204, exo_driver_branch="570", exo_driver_allow_upgrade="yes")
     assert upgrade["decision"]["action"] == "upgrade"
     assert upgrade["decision"]["gpus"] == ["0000:00:06.0"] and upgrade["decision"]["driver_version"] == "580.159.04"
-    assert upgrade["plan"]["kernel_packages"] == ["nvidia-headless-570-server", "linux-headers-5.15.0-119-generic"]
+    assert upgrade["install"]["kernel_packages"] == ["nvidia-headless-570-server", "linux-headers-5.15.0-119-generic"]
 
 
 def test_passed_through_gpus_are_listed_and_left_alone(probed):
@@ -144,60 +144,60 @@ def test_passed_through_gpus_are_listed_and_left_alone(probed):
 def test_pending_reboot_is_listed_not_reinstalled(probed):
     result = ok(probed["mismatch"])
     assert result["reboot_required"] is True and "version mismatch" in result["reboot_reason"]
-    assert result["plan"] is None
+    assert result["install"] is None
     assert ok(probed["no_driver"])["reboot_required"] is False
 
 
 def test_nouveau_is_blacklisted_unless_told_not_to(probed):
     result = ok(probed["nouveau"])
     assert result["decision"]["nouveau"] == [GPU0]
-    assert result["plan"]["nouveau_blacklist"] is True and result["notes"] == []
+    assert result["install"]["nouveau_blacklist"] is True and result["notes"] == []
     kept = ok(probed["nouveau"], exo_driver_blacklist_nouveau="no")
-    assert kept["plan"]["nouveau_blacklist"] is False
+    assert kept["install"]["nouveau_blacklist"] is False
     assert kept["notes"] == ["nouveau holds %s and exo_driver_blacklist_nouveau is false: the nvidia module cannot "
                              "take it" % GPU0]
-    assert ok(probed["no_driver"])["plan"]["nouveau_blacklist"] is False
+    assert ok(probed["no_driver"])["install"]["nouveau_blacklist"] is False
 
 
 # ---- plans per distribution ---------------------------------------------------------------------
 
 def test_debian12_container_gets_user_space_only(probed):
     result = ok(probed["no_driver"], DEBIAN_12_DOCKER)
-    plan_ = result["plan"]
+    install = result["install"]
     assert result["kernel_module"] is False and result["decision"]["container"] == "docker"
-    assert plan_["distribution"] == "Debian 12 (bookworm)" and plan_["branch"] == "535"
-    assert plan_["package_manager"] == "apt"
-    assert plan_["repositories"] == [{
+    assert install["distribution"] == "Debian 12 (bookworm)" and install["branch"] == "535"
+    assert install["package_manager"] == "apt"
+    assert install["repositories"] == [{
         "kind": "apt", "file": "/etc/apt/sources.list.d/gpufleet-exo-nvidia.sources",
         "keyring": "/usr/share/keyrings/debian-archive-keyring.gpg",
         "components": ["contrib", "non-free", "non-free-firmware"],
         "sources": [{"uri": "http://deb.debian.org/debian", "suite": "bookworm"},
                     {"uri": "http://deb.debian.org/debian", "suite": "bookworm-updates"},
                     {"uri": "http://deb.debian.org/debian-security", "suite": "bookworm-security"}]}]
-    assert (plan_["kernel_module"], plan_["kernel_packages"]) == ("none", [])
-    assert plan_["kernel_module_why"] == "the host is a docker container that shares the kernel of the machine it runs on"
-    assert plan_["packages"] == ["nvidia-smi", "libnvidia-ml1", "libcuda1", "nvidia-persistenced"]
-    assert plan_["hold"] == plan_["packages"] and plan_["version_match"] == ["libnvidia-ml1"]
-    assert plan_["optional_packages"] == ["python3-pynvml"]
+    assert (install["kernel_module"], install["kernel_packages"]) == ("none", [])
+    assert install["kernel_module_why"] == "the host is a docker container that shares the kernel of the machine it runs on"
+    assert install["packages"] == ["nvidia-smi", "libnvidia-ml1", "libcuda1", "nvidia-persistenced"]
+    assert install["hold"] == install["packages"] and install["version_match"] == ["libnvidia-ml1"]
+    assert install["optional_packages"] == ["python3-pynvml"]
     assert result["package_check"] == {
-        "repositories": plan_["repositories"], "packages": plan_["packages"], "optional_packages": ["python3-pynvml"],
+        "repositories": install["repositories"], "packages": install["packages"], "optional_packages": ["python3-pynvml"],
         "version_match": ["libnvidia-ml1"], "kernel": "6.1.0-25-amd64", "distribution": "Debian 12 (bookworm)",
         "branch": "535"}
 
 
 def test_debian12_metal_builds_the_module_with_dkms(probed):
-    plan_ = ok(probed["no_driver"], DEBIAN_12, exo_driver_flavor="full")["plan"]
-    assert plan_["kernel_packages"] == ["nvidia-kernel-dkms", "dkms", "linux-headers-6.1.0-25-amd64"]
-    assert plan_["packages"][-1] == "nvidia-driver"
-    assert plan_["hold"] == ["nvidia-kernel-dkms"] + plan_["packages"]
-    assert plan_["version_match"] == ["nvidia-kernel-dkms", "libnvidia-ml1"]
+    install = ok(probed["no_driver"], DEBIAN_12, exo_driver_flavor="full")["install"]
+    assert install["kernel_packages"] == ["nvidia-kernel-dkms", "dkms", "linux-headers-6.1.0-25-amd64"]
+    assert install["packages"][-1] == "nvidia-driver"
+    assert install["hold"] == ["nvidia-kernel-dkms"] + install["packages"]
+    assert install["version_match"] == ["nvidia-kernel-dkms", "libnvidia-ml1"]
 
 
 def test_debian13_and_the_tesla_branch_of_debian12(probed):
-    plan_ = ok(probed["no_driver"], DEBIAN_13)["plan"]
-    assert (plan_["distribution"], plan_["branch"]) == ("Debian 13 (trixie)", "550")
-    assert plan_["kernel_packages"] == ["nvidia-kernel-dkms", "dkms", "linux-headers-6.12.38+deb13-amd64"]
-    tesla = ok(probed["no_driver"], DEBIAN_12, exo_driver_branch=470)["plan"]
+    install = ok(probed["no_driver"], DEBIAN_13)["install"]
+    assert (install["distribution"], install["branch"]) == ("Debian 13 (trixie)", "550")
+    assert install["kernel_packages"] == ["nvidia-kernel-dkms", "dkms", "linux-headers-6.12.38+deb13-amd64"]
+    tesla = ok(probed["no_driver"], DEBIAN_12, exo_driver_branch=470)["install"]
     assert tesla["kernel_packages"] == ["nvidia-tesla-470-kernel-dkms", "dkms", "linux-headers-6.1.0-25-amd64"]
     assert tesla["packages"] == ["nvidia-tesla-470-smi", "libnvidia-tesla-470-ml1", "libnvidia-tesla-470-cuda1",
                                  "nvidia-persistenced"]
@@ -205,32 +205,32 @@ def test_debian13_and_the_tesla_branch_of_debian12(probed):
 
 
 def test_ubuntu_plans_and_mirrors(probed):
-    plan_ = ok(probed["no_driver"], UBUNTU_2204)["plan"]
-    assert (plan_["distribution"], plan_["branch"], plan_["kernel_module"]) == ("Ubuntu 22.04 (jammy)", "580", "dkms")
-    assert plan_["kernel_packages"] == ["nvidia-headless-580-server", "linux-headers-5.15.0-119-generic"]
-    assert plan_["packages"] == ["nvidia-utils-580-server"]
-    assert plan_["hold"] == ["nvidia-headless-580-server", "nvidia-utils-580-server"]
-    assert plan_["version_match"] == ["nvidia-dkms-580-server", "libnvidia-compute-580-server"]
-    assert [(s["uri"], s["suite"]) for s in plan_["repositories"][0]["sources"]] == [
+    install = ok(probed["no_driver"], UBUNTU_2204)["install"]
+    assert (install["distribution"], install["branch"], install["kernel_module"]) == ("Ubuntu 22.04 (jammy)", "580", "dkms")
+    assert install["kernel_packages"] == ["nvidia-headless-580-server", "linux-headers-5.15.0-119-generic"]
+    assert install["packages"] == ["nvidia-utils-580-server"]
+    assert install["hold"] == ["nvidia-headless-580-server", "nvidia-utils-580-server"]
+    assert install["version_match"] == ["nvidia-dkms-580-server", "libnvidia-compute-580-server"]
+    assert [(s["uri"], s["suite"]) for s in install["repositories"][0]["sources"]] == [
         ("http://archive.ubuntu.com/ubuntu", "jammy"), ("http://archive.ubuntu.com/ubuntu", "jammy-updates"),
         ("http://security.ubuntu.com/ubuntu", "jammy-security")]
     prebuilt = ok(probed["nouveau"], UBUNTU_2404_ARM, exo_driver_open_kernel_modules=True,
-                  exo_driver_ubuntu_modules="prebuilt", exo_driver_branch="570")["plan"]
+                  exo_driver_ubuntu_modules="prebuilt", exo_driver_branch="570")["install"]
     assert prebuilt["kernel_packages"] == ["linux-modules-nvidia-570-server-open-6.8.0-45-generic"]
     assert prebuilt["packages"] == ["nvidia-headless-no-dkms-570-server-open", "nvidia-utils-570-server"]
     assert set(s["uri"] for s in prebuilt["repositories"][0]["sources"]) == {"http://ports.ubuntu.com/ubuntu-ports"}
-    mirrored = ok(probed["no_driver"], UBUNTU_2204, exo_driver_ubuntu_mirror="http://mirror.example/ubuntu")["plan"]
+    mirrored = ok(probed["no_driver"], UBUNTU_2204, exo_driver_ubuntu_mirror="http://mirror.example/ubuntu")["install"]
     assert [s["uri"] for s in mirrored["repositories"][0]["sources"]] == [
         "http://mirror.example/ubuntu", "http://mirror.example/ubuntu", "http://security.ubuntu.com/ubuntu"]
 
 
 def test_el_plans_and_their_dnf_check(probed):
     result = ok(probed["no_driver"], ROCKY_9)
-    plan_ = result["plan"]
-    assert (plan_["distribution"], plan_["module_stream"], plan_["package_manager"]) == (
+    install = result["install"]
+    assert (install["distribution"], install["module_stream"], install["package_manager"]) == (
         "Rocky 9", "nvidia-driver:580-dkms", "dnf")
-    assert plan_["kernel_packages"] == ["kmod-nvidia-latest-dkms", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64"]
-    epel, cuda = plan_["repositories"]
+    assert install["kernel_packages"] == ["kmod-nvidia-latest-dkms", "kernel-devel-5.14.0-427.13.1.el9_4.x86_64"]
+    epel, cuda = install["repositories"]
     assert epel == {"kind": "epel", "package": "epel-release", "needed": True,
                     "key": "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9",
                     "fingerprint": "FF8AD1344597106ECE813B918A3872BF3228467C"}
@@ -246,16 +246,16 @@ def test_el_plans_and_their_dnf_check(probed):
         "kernel": "5.14.0-427.13.1.el9_4.x86_64", "distribution": "Rocky 9"}
     arm = ok(probed["no_driver"], RHEL_9_ARM, exo_driver_open_kernel_modules=True, exo_driver_flavor="full",
              exo_driver_extra_packages="nvidia-settings")
-    assert arm["plan"]["module_stream"] == "nvidia-driver:580-open"
-    assert arm["plan"]["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open", "nvidia-settings",
-                                       "python3-dnf-plugin-versionlock"]
-    assert arm["plan"]["repositories"][0]["package"] == \
+    assert arm["install"]["module_stream"] == "nvidia-driver:580-open"
+    assert arm["install"]["packages"] == ["nvidia-driver-cuda", "nvidia-persistenced", "nvidia-open", "nvidia-settings",
+                                          "python3-dnf-plugin-versionlock"]
+    assert arm["install"]["repositories"][0]["package"] == \
         "https://dl.fedoraproject.org/pub/epel/epel-release-latest-9.noarch.rpm"
-    assert arm["plan"]["repositories"][0]["key"] == "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9"
-    assert arm["plan"]["repositories"][0]["fingerprint"] == "FF8AD1344597106ECE813B918A3872BF3228467C"
+    assert arm["install"]["repositories"][0]["key"] == "https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9"
+    assert arm["install"]["repositories"][0]["fingerprint"] == "FF8AD1344597106ECE813B918A3872BF3228467C"
     # NVIDIA's one key serves both architectures.
-    assert arm["plan"]["repositories"][1]["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685"
-    assert arm["plan"]["repositories"][1]["baseurl"].endswith("/rhel9/sbsa")
+    assert arm["install"]["repositories"][1]["fingerprint"] == "610C7B14E068A878070DA4E99CD0A493D42D0685"
+    assert arm["install"]["repositories"][1]["baseurl"].endswith("/rhel9/sbsa")
     assert arm["package_check"]["other_packages"] == ["kernel-devel-5.14.0-570.12.1.el9_6.aarch64", "nvidia-settings",
                                                       "python3-dnf-plugin-versionlock", "dkms"]
 
@@ -273,12 +273,12 @@ def test_extra_vars_strings_are_read_as_ansible_reads_them(probed):
                 exo_driver_reboot="True", exo_driver_probe_options={"timeout": "5", "tinygrad": "false"})
     settings = result["settings"]
     assert settings["exo_driver_kernel_module"] is False and result["kernel_module"] is False
-    assert result["plan"]["kernel_module_why"] == "exo_driver_kernel_module is false"
+    assert result["install"]["kernel_module_why"] == "exo_driver_kernel_module is false"
     assert settings["exo_driver_min_free_mib"] == 2048
     assert settings["exo_driver_reboot"] is True and settings["exo_driver_hold"] is False
     assert settings["exo_driver_probe_options"] == {"timeout": 5.0, "tinygrad": False}
-    assert result["plan"]["hold"] == []
-    assert result["plan"]["packages"][-2:] == ["nvidia-settings", "nvtop"]
+    assert result["install"]["hold"] == []
+    assert result["install"]["packages"][-2:] == ["nvidia-settings", "nvtop"]
     assert ok(probed["no_driver"], exo_driver_kernel_module="yes")["kernel_module"] is True
     assert ok(probed["no_driver"], DEBIAN_12_DOCKER, exo_driver_kernel_module="auto")["kernel_module"] is False
 
@@ -327,7 +327,7 @@ def test_one_message_per_problem(probed):
                   exo_driver_flavor="all")
     assert [error.split(" is ")[0] for error in result["errors"]] == [
         "host h: exo_driver_flavor", "host h: exo_driver_min_free_mib", "host h: exo_driver_reboot"]
-    assert result["decision"] is None and result["plan"] is None
+    assert result["decision"] is None and result["install"] is None
 
 
 @pytest.mark.parametrize("distribution, branch, parts", [
@@ -353,11 +353,11 @@ def test_every_el_release_has_the_fingerprint_of_each_key_it_imports():
 def test_the_rpm_keys_are_imported_with_the_fingerprints_given(probed):
     nvidia = "AAAA BBBB CCCC DDDD EEEE FFFF 0000 1111 2222 3333"
     epel, cuda = ok(probed["no_driver"], ROCKY_9, exo_driver_cuda_repo_key="NEWKEY.pub",
-                    exo_driver_rpm_key_fingerprints={"cuda": nvidia})["plan"]["repositories"]
+                    exo_driver_rpm_key_fingerprints={"cuda": nvidia})["install"]["repositories"]
     assert cuda["gpgkey"].endswith("/NEWKEY.pub") and cuda["fingerprint"] == nvidia.replace(" ", "")
     assert epel["fingerprint"] == "FF8AD1344597106ECE813B918A3872BF3228467C"
     own = "0123456789abcdef0123456789abcdef01234567"
-    assert ok(probed["no_driver"], ROCKY_9, exo_driver_rpm_key_fingerprints={"epel": own})["plan"]["repositories"][0][
+    assert ok(probed["no_driver"], ROCKY_9, exo_driver_rpm_key_fingerprints={"epel": own})["install"]["repositories"][0][
         "fingerprint"] == own.upper()
 
 
@@ -381,7 +381,7 @@ def test_impossible_plans_name_what_to_change(probed):
 
 def test_hosts_that_need_nothing_pass_on_any_distribution(probed):
     """Only a host that gets the driver needs a distribution the role installs on."""
-    assert ok(probed["healthy"], ARCH)["plan"] is None
+    assert ok(probed["healthy"], ARCH)["install"] is None
     assert ok(probed["passthrough"], DEBIAN_11)["decision"]["action"] == "leave"
 
 
@@ -423,10 +423,10 @@ def test_the_module_is_looked_for_under_the_probes_root(probed):
     assert ok(probed["no_driver"], exo_driver_probe_options=options)["nvidia_module"] == "/srv/sim/sys/module/nvidia"
 
 
-# ---- the role and the module keep step with the policy -------------------------------------------
+# ---- the role and the module keep step with the planner ------------------------------------------
 
-def test_defaults_and_argument_specs_keep_step_with_the_policy():
-    # The policy reads meta/argument_specs.yml itself (plugin_utils/role_settings.py); defaults/main.yml
+def test_defaults_and_argument_specs_keep_step_with_the_planner():
+    # The planner reads meta/argument_specs.yml itself (plugin_utils/role_settings.py); defaults/main.yml
     # holds the same variables in the same order, the order of the messages.
     with open(os.path.join(ROLE, "meta", "argument_specs.yml")) as handle:
         options = yaml.safe_load(handle)["argument_specs"]["main"]["options"]
@@ -441,7 +441,7 @@ def test_probe_options_are_the_options_of_device_facts():
         assert documented[name]["type"] == kind, name
 
 
-def test_the_filter_is_the_policy(probed):
+def test_the_filter_is_the_planner(probed):
     facts = host_facts(probed["no_driver"])
     assert FilterModule().filters()["driver_plan"](facts, {"exo_driver_branch": "470"}, "h", "ssh") == \
         driver_plan.course(facts, {"exo_driver_branch": "470"}, "h", "ssh")
@@ -472,7 +472,7 @@ def test_messages_worded_from_the_plan(probed):
     assert messages["nouveau_reboot_reason"] == ("nouveau holds %s until a reboot (blacklisted in "
                                                  "/etc/modprobe.d/gpufleet-exo-nouveau.conf)" % GPU0)
     assert messages["would_install"] == "would install " + " ".join(
-        result["plan"]["kernel_packages"] + result["plan"]["packages"])
+        result["install"]["kernel_packages"] + result["install"]["packages"])
     assert "(/var/lib/dkms/mok.pub) is not enrolled" in messages["secure_boot_advice"]
     assert "Canonical" not in messages["secure_boot_advice"]
     ubuntu = ok(probed["no_driver"], UBUNTU_2204)["messages"]["secure_boot_advice"]
@@ -483,16 +483,16 @@ def test_messages_worded_from_the_plan(probed):
 
 def test_the_summary_shows_the_decision_and_the_plan(probed):
     result = ok(probed["no_driver"])
-    assert result["summary"]["action"] == "install" and result["summary"]["plan"] == result["plan"]
+    assert result["summary"]["action"] == "install" and result["summary"]["plan"] == result["install"]
     healthy = ok(probed["healthy"])["summary"]
     assert healthy["why"] == "the driver is loaded and NVML answers" and "plan" not in healthy
 
 
 def test_an_upgrade_releases_every_held_driver_package(probed):
-    policy = ok(probed["no_driver"], DEBIAN_12_DOCKER)
+    course = ok(probed["no_driver"], DEBIAN_12_DOCKER)
     lines = ["nvidia-smi hold", "libnvidia-ml1 hold", "nvidia-driver-bin-530 hold", "libcuda1 install",
              "nvidia-persistenced hold", "vim hold", "nvidia-cuda-toolkit hold", "firmware-nvidia-gsp hold"]
-    assert outcome.findings(policy, selections=lines)["release"] == [
+    assert outcome.findings(course, selections=lines)["release"] == [
         "nvidia-smi", "libnvidia-ml1", "nvidia-driver-bin-530", "nvidia-persistenced", "firmware-nvidia-gsp"]
 
 
@@ -586,8 +586,8 @@ HOLD_CASES = [
                          ids=[case[0] for case in HOLD_CASES])
 def test_every_driver_package_installed_is_held(
         probed, case, distribution, settings, packages, versionlock, hold, lock):
-    policy = ok(probed["no_driver"], distribution, **settings)
-    found = outcome.findings(policy, packages=packages, versionlock=versionlock)
+    course = ok(probed["no_driver"], distribution, **settings)
+    found = outcome.findings(course, packages=packages, versionlock=versionlock)
     assert found["hold"] == hold
     if lock is not None:
         assert found["lock"] == lock and found["unlock"] == ["nvidia-driver-cuda"]
@@ -595,45 +595,45 @@ def test_every_driver_package_installed_is_held(
 
 
 def test_an_upgrade_installs_the_latest_and_an_install_what_is_there(probed):
-    assert ok(probed["no_driver"])["plan"]["install_state"] == "present"
-    upgrade = ok(probed["healthy"], exo_driver_branch="470", exo_driver_allow_upgrade=True)["plan"]
+    assert ok(probed["no_driver"])["install"]["install_state"] == "present"
+    upgrade = ok(probed["healthy"], exo_driver_branch="470", exo_driver_allow_upgrade=True)["install"]
     assert upgrade["install_state"] == "latest" and upgrade["hold_mechanism"] == "dpkg hold"
 
 
 def test_the_enabled_module_stream(probed):
-    policy = ok(probed["no_driver"], ROCKY_9)
+    course = ok(probed["no_driver"], ROCKY_9)
     enabled = "nvidia-driver  580-dkms [e]  default [d], fm, ks  Nvidia driver for 580-dkms branch\n"
-    assert outcome.findings(policy, module_list=enabled)["stream_enabled"] is True
-    assert outcome.findings(policy, module_list=enabled.replace("580", "570"))["stream_enabled"] is False
-    assert outcome.findings(policy, module_list="")["stream_enabled"] is False
+    assert outcome.findings(course, module_list=enabled)["stream_enabled"] is True
+    assert outcome.findings(course, module_list=enabled.replace("580", "570"))["stream_enabled"] is False
+    assert outcome.findings(course, module_list="")["stream_enabled"] is False
 
 
 def test_secure_boot_state_from_mokutil_or_the_efi_variable(probed):
-    policy = ok(probed["no_driver"])
-    assert outcome.findings(policy, sb_state="SecureBoot enabled\n")["secure_boot"] is True
-    assert outcome.findings(policy, sb_state="", sb_efivar="   1\n")["secure_boot"] is True
-    assert outcome.findings(policy, sb_state="SecureBoot disabled\n", sb_efivar="   0\n")["secure_boot"] is False
+    course = ok(probed["no_driver"])
+    assert outcome.findings(course, sb_state="SecureBoot enabled\n")["secure_boot"] is True
+    assert outcome.findings(course, sb_state="", sb_efivar="   1\n")["secure_boot"] is True
+    assert outcome.findings(course, sb_state="SecureBoot disabled\n", sb_efivar="   0\n")["secure_boot"] is False
 
 
 def test_a_failed_modprobe_says_whether_a_reboot_helps(probed):
-    policy = ok(probed["no_driver"], DEBIAN_12)
-    refused_key = outcome.findings(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': Key was rejected "
+    course = ok(probed["no_driver"], DEBIAN_12)
+    refused_key = outcome.findings(course, modprobe="modprobe: ERROR: could not insert 'nvidia': Key was rejected "
                                    "by service\n")["modprobe"]
     assert refused_key == {"reboot_required": True, "module_missing": False, "reboot_reason":
                            "Secure Boot refused the nvidia module: enroll /var/lib/dkms/mok.pub with mokutil --import "
                            "and confirm it at the console during the reboot"}
-    absent = outcome.findings(policy, modprobe="modprobe: FATAL: Module nvidia not found in directory /lib/x\n")
+    absent = outcome.findings(course, modprobe="modprobe: FATAL: Module nvidia not found in directory /lib/x\n")
     assert absent["modprobe"]["module_missing"] is True and absent["modprobe"]["reboot_required"] is False
-    other = outcome.findings(policy, modprobe="modprobe: ERROR: could not insert 'nvidia': No such device")
+    other = outcome.findings(course, modprobe="modprobe: ERROR: could not insert 'nvidia': No such device")
     assert other["modprobe"]["reboot_reason"] == ("modprobe nvidia failed (modprobe: ERROR: could not insert 'nvidia': "
                                                   "No such device); it loads at the next boot")
 
 
-def verified(probed, policy, after, **found):
+def verified(probed, course, after, **found):
     facts = dict(before=probed["no_driver"]["nvml"], caps=probed[after], module_loaded=False, reboot_required=False,
                  reboot_reason=None, module_missing=False, kernel="6.1.0-25-amd64")
     facts.update(found)
-    return outcome.findings(policy, verified=facts)["result"]
+    return outcome.findings(course, verified=facts)["result"]
 
 
 def test_the_new_nvml_status_is_explained(probed):
