@@ -94,7 +94,7 @@ def test_the_commands_path_hides_every_container_engine_and_keeps_the_rest(tmp_p
             (directory / name).write_text("#!/bin/sh\n")
             (directory / name).chmod(0o755)
     path = without_engines(os.pathsep.join([str(tools), str(engines)]), str(tmp_path / "shadows"))
-    assert path.split(os.pathsep)[0] == str(tools)
+    assert path.split(os.pathsep, maxsplit=1)[0] == str(tools)
     assert shutil.which("cp", path=path) and shutil.which("ansible-builder", path=path)
     assert not shutil.which("podman", path=path) and not shutil.which("docker", path=path)
 
