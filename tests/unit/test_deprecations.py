@@ -36,10 +36,10 @@ def test_the_collections_own_deprecations(log, found, own):
 
 
 def test_the_exit_status_says_whether_any_is_ours(tmp_path):
-    for log, _, own in CASES:
+    for case in CASES:
         path = tmp_path / "log"
-        path.write_text(log)
-        assert deprecations.main([str(path)]) == (1 if own else 0), log
+        path.write_text(case[0])
+        assert deprecations.main([str(path)]) == (1 if case[2] else 0), case[0]
 
 
 def test_a_link_to_the_repository_counts_as_the_repository(tmp_path):

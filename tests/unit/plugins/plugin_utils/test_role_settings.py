@@ -42,7 +42,6 @@ ROLES = {"node": (node_settings.RULES, node_settings.PUBLISHED),
          "driver": (driver_settings.RULES, driver_settings.OUTPUTS)}
 
 
-
 def core_check(options, given):
     """The errors of ansible-core's check of a spec's options, as validate_argument_spec runs it for a role."""
     return ArgumentSpecValidator(copy.deepcopy(options)).validate(
