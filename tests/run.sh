@@ -4,7 +4,27 @@
 # Debian packages and container images the sanity and molecule suites use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# Each stage's wall time, printed when the script ends, whether the stages passed or not.
+stage_times=()
+stage_now=""
+stage_start=$SECONDS
+print_stage_times() {
+  local line
+  echo "=== stage times"
+  printf '%-12s %s\n' stage seconds
+  for line in "${stage_times[@]}"; do echo "$line"; done
+  [ -z "$stage_now" ] || printf '%-12s %d (failed)\n' "$stage_now" $((SECONDS - stage_start))
+  printf '%-12s %d\n' total "$SECONDS"
+}
+trap print_stage_times EXIT
+# stage_begin NAME, stage_end: what the table says of one stage.
+stage_begin() { stage_now=$1; stage_start=$SECONDS; }
+stage_end() { stage_times+=("$(printf '%-12s %d' "$stage_now" $((SECONDS - stage_start)))"); stage_now=""; }
+
+stage_begin bootstrap
 scripts/bootstrap.sh --tests
+stage_end
 export ANSIBLE_CONFIG=$PWD/ansible.cfg
 export PATH=$PWD/.venv/bin:$PATH
 export PYTHONPATH=$PWD/.build/collections:$PWD
@@ -178,5 +198,7 @@ if [ ${#suites[@]} -eq 0 ] || [ "${suites[0]}" = all ]; then
 fi
 for suite in "${suites[@]}"; do
   echo "=== $suite"
+  stage_begin "$suite"
   "run_$suite"
+  stage_end
 done
