@@ -150,29 +150,57 @@ facts_play() {
 
 # Per release: the unit tests and the playbooks' syntax; on the oldest and the newest, ansible-test
 # sanity and the probe play with the managed hosts' oldest and newest Python. The release .venv holds
-# is left to the unit and sanity suites when they run in the same call.
+# is left to the unit and sanity suites when they run in the same call. The virtualenvs are made all
+# at once, and the oldest release's sanity (the longest step, mostly one process) runs beside the
+# other releases' steps, its output shown when it ends.
 run_matrix() {
-  local entry release venv oldest newest old_path=$PATH
+  local entry release venv oldest newest old_path=$PATH pids=() started sanity_pid="" sanity_log
   oldest=${RELEASES[0]%%:*}
   newest=${RELEASES[${#RELEASES[@]}-1]%%:*}
   mkdir -p .build/matrix
+  # The releases' virtualenvs all at once, before the first is used: pip spends much of its time
+  # unpacking and waiting on the disk, and a fresh machine makes three of them.
+  started=$SECONDS
+  for entry in "${RELEASES[@]}"; do
+    release_venv "${entry%%:*}" >/dev/null 2>".build/matrix/venv-${entry%%:*}.log" &
+    pids+=($!)
+  done
+  for entry in "${RELEASES[@]}"; do
+    wait "${pids[0]}" || { cat ".build/matrix/venv-${entry%%:*}.log" >&2; echo "matrix: the venv of ansible-core ${entry%%:*} failed" >&2; return 1; }
+    pids=("${pids[@]:1}")
+  done
+  echo "--- the releases' virtualenvs: $((SECONDS - started)) s"
   for entry in "${RELEASES[@]}"; do
     release=${entry%%:*}
+    started=$SECONDS
     echo "--- ansible-core $release (supported until ${entry#*:})"
     venv=$(release_venv "$release")
     export PATH=$PWD/$venv/bin:$old_path
     ansible --version | sed -n 1p
-    if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" unit "* ]]; then run_unit; fi
     # ansible-test's rules only grow from release to release: the oldest and the newest bound them.
-    if { [ "$release" = "$oldest" ] || [ "$release" = "$newest" ]; } \
-        && { [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" sanity "* ]]; }; then run_sanity; fi
+    if [ "$release" = "$oldest" ] && [ "$venv" != .venv ]; then
+      sanity_log=.build/matrix/sanity-$release.log
+      run_sanity >"$sanity_log" 2>&1 &
+      sanity_pid=$!
+    elif { [ "$release" = "$oldest" ] || [ "$release" = "$newest" ]; } \
+        && { [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" sanity "* ]]; }; then
+      run_sanity
+    fi
+    if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" unit "* ]]; then run_unit; fi
     ansible-playbook --syntax-check site.yml playbooks/facts.yml >/dev/null
     if [ "$release" = "$oldest" ] || [ "$release" = "$newest" ]; then
       facts_play "$release" "$PWD/$venv/bin/python"
       facts_play "$release" "$(host_python "$OLDEST_HOST_PYTHON")"
     fi
+    echo "--- ansible-core $release: $((SECONDS - started)) s"
   done
   export PATH=$old_path
+  if [ -n "$sanity_pid" ]; then
+    started=$SECONDS
+    wait "$sanity_pid" || { cat "$sanity_log"; echo "matrix: ansible-test sanity failed on ansible-core $oldest ($sanity_log)" >&2; return 1; }
+    echo "--- ansible-test sanity on ansible-core $oldest: $(grep -c '^Running sanity test' "$sanity_log") tests passed" \
+      "(waited for it $((SECONDS - started)) s; $sanity_log)"
+  fi
 }
 
 # The README's main command, twice: the second run must change nothing, and the exo the role reports
