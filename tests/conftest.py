@@ -21,6 +21,55 @@ from tests.simulated import sysfs as simsysfs
 
 TIMEOUT = 300  # generous: the host is shared; this only stops a hung child from hanging the suite
 
+# What takes longest (seconds on this kind of machine, tests/run.sh integration on two workers), handed out
+# first when the suite runs on several workers (pytest-xdist), so that none is left to run alone at the
+# end: the groups of pytest.mark.xdist_group by their name (the names joined with "_" where a test has
+# two, as pytest-xdist joins them), the other files by their path.
+LONGEST_FIRST = (
+    "exo-wheelhouse",                                       # 430: test_exo_wheelhouse.py, test_capacity_exo.py
+    "tests/integration/fleet/test_fleet_ad_hoc.py",         # 200
+    "tests/integration/test_docs_site.py",                  # 100
+    "tests/integration/roles/test_driver_decide.py",        # 100
+    "exo-wheelhouse_exo-wheelhouse-3.11",                   # 95: test_exo_wheelhouse.py on CPython 3.11
+    "tests/integration/roles/test_node_role.py",            # 90
+    "exo-wheelhouse_exo-wheelhouse-3.10",                   # 75
+    "tests/integration/fleet/test_fleet_gathering.py",      # 80
+    "tests/integration/roles/test_driver_rollout.py",       # 60
+    "tests/integration/test_exo_synthetic_model_1b.py",     # 45
+)
+
+
+def xdist_scope(item):
+    """The unit pytest-xdist's --dist loadgroup hands to one worker: the item's group names, joined."""
+    names = set(str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                for mark in item.iter_markers("xdist_group"))
+    return "_".join(sorted(names))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """On several workers (tests/run.sh: pytest -n 2 --dist loadgroup --no-loadscope-reorder), the tests of
+    one file run on one worker, so that its module-scoped fixtures (a fleet lab, a built tree) are made once;
+    files that share something else (a directory under .build) name one group with
+    pytest.mark.xdist_group and run on one worker together. The longest groups are handed out first."""
+    # What pytest-xdist's workers see of --dist loadgroup; the controller sorts no items.
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    rank = dict((scope, number) for number, scope in enumerate(LONGEST_FIRST))
+    items.sort(key=lambda item: rank.get(xdist_scope(item), len(rank)))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fact_cache_of_the_session(tmp_path_factory):
+    """Ansible runs of the tests that keep ansible.cfg's jsonfile fact cache write it in a directory of this
+    session's (of this worker's, on several): never the project's .build/facts, never one another's."""
+    if "ANSIBLE_CACHE_PLUGIN_CONNECTION" not in os.environ:
+        os.environ["ANSIBLE_CACHE_PLUGIN_CONNECTION"] = str(tmp_path_factory.mktemp("fact-cache"))
+    yield os.environ["ANSIBLE_CACHE_PLUGIN_CONNECTION"]
+
 
 @pytest.fixture(scope="module")
 def probed():

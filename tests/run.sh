@@ -72,7 +72,11 @@ run_integration() {
   # The API's proxy is tried for real: nginx as a process of the test's own, a self-signed certificate,
   # and the firewall's table checked by nft (tests/integration/roles/test_node_proxy.py).
   apt_install nginx openssl nft:nftables
-  python -m pytest -q -p no:cacheprovider tests/integration
+  # On both cores: most tests wait on child processes (ansible-playbook, sshd, exo). A file's tests stay
+  # on one worker, the longest files start first, and files that share something run together
+  # (tests/conftest.py, the xdist_group marks).
+  python -m pytest -q -p no:cacheprovider -n "${GPUFLEET_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder \
+    --durations=15 tests/integration
 }
 
 # scenario ROLE NAME: molecule test, its log kept in .build/molecule; the collection's own

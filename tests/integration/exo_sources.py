@@ -36,15 +36,17 @@ def archives(directory):
     for name, (filename, url) in ARCHIVES.items():
         path = os.path.join(directory, filename)
         vendored = os.path.join(VENDOR, filename)
+        # Links and downloads are made beside the path and moved onto it: tests on several workers may
+        # ask for the same directory at once.
+        partial = "%s.%d.part" % (path, os.getpid())
         if os.path.isfile(vendored):
             if os.path.realpath(path) != os.path.realpath(vendored):
-                if os.path.lexists(path):
-                    os.remove(path)
-                os.symlink(vendored, path)
+                os.symlink(vendored, partial)
+                os.replace(partial, path)
         elif not os.path.isfile(path):
-            with urllib.request.urlopen(url, timeout=300) as response, open(path + ".part", "wb") as handle:
+            with urllib.request.urlopen(url, timeout=300) as response, open(partial, "wb") as handle:
                 shutil.copyfileobj(response, handle)
-            os.replace(path + ".part", path)
+            os.replace(partial, path)
         paths[name] = path
     return paths
 

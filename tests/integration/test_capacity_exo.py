@@ -30,6 +30,9 @@ from tests.integration import exo_sources
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORK = os.path.join(REPO, ".build", "capacity-exo")
+# On several workers, with test_exo_wheelhouse.py: the wheelhouse under .build/exo-wheelhouse that
+# this file installs from when the directory exists is the one that file builds.
+pytestmark = pytest.mark.xdist_group("exo-wheelhouse")
 WHEELHOUSE = os.path.join(REPO, ".build", "exo-wheelhouse", "wheelhouse")
 PINS = ["pydantic==2.9.2", "psutil==6.0.0", "scapy==2.6.1"]
 # Runs inside exo's environment: real exo's functions on every case, one JSON line out.

@@ -39,6 +39,9 @@ from tests.helpers import REPO, examples, free_ports
 from tests.integration import exo_sources
 
 WORK = os.path.join(REPO, ".build", "exo-wheelhouse")
+# On several workers, with test_capacity_exo.py: it installs from the wheelhouse this file builds
+# under .build/exo-wheelhouse when that directory exists, which it does half built while this runs.
+pytestmark = pytest.mark.xdist_group("exo-wheelhouse")
 BIN = os.path.dirname(sys.executable)
 PYENV = os.path.expanduser("~/.pyenv/versions")
 with open(os.path.join(REPO, "docs", "node.md")) as _handle:
@@ -69,7 +72,10 @@ def workdir():
     exo_sources.archives(WORK)
     link = os.path.join(WORK, "scripts")
     if not os.path.islink(link):
-        os.symlink(os.path.join(REPO, "scripts"), link)
+        try:
+            os.symlink(os.path.join(REPO, "scripts"), link)
+        except FileExistsError:  # made by the worker running this file's other group
+            pass
     return WORK
 
 
@@ -264,7 +270,11 @@ def get_json(url, data=None, timeout=5):
         return json.loads(response.read().decode())
 
 
-@pytest.mark.parametrize("release", ["3.10", "3.11", "3.12"])
+# 3.10 and 3.11 build wheelhouses of their own: on several workers each is a group that can run beside
+# the rest of this file (3.12 shares the wheelhouse of the other tests).
+@pytest.mark.parametrize("release", [pytest.param("3.10", marks=pytest.mark.xdist_group("exo-wheelhouse-3.10")),
+                                     pytest.param("3.11", marks=pytest.mark.xdist_group("exo-wheelhouse-3.11")),
+                                     "3.12"])
 def test_real_exo_forms_a_cluster_on_each_supported_python(workdir, tmp_path, release):
     python = interpreter(release)
     directory = wheelhouse(workdir, release)
