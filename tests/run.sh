@@ -72,6 +72,10 @@ run_integration() {
   # The API's proxy is tried for real: nginx as a process of the test's own, a self-signed certificate,
   # and the firewall's table checked by nft (tests/integration/roles/test_node_proxy.py).
   apt_install nginx openssl nft:nftables
+  # tinygrad's CPU backend compiles with clang: the tests of exo's tinygrad computing on the CPU
+  # (test_tinygrad_backends.py, test_node_plan_backends.py) skip without it. make site installs it
+  # later (the node role's exo_node_cpu_packages), so a fresh machine skipped them and a second run did not.
+  apt_install clang
   # On both cores: most tests wait on child processes (ansible-playbook, sshd, exo). A file's tests stay
   # on one worker, the longest files start first, and files that share something run together
   # (tests/conftest.py, the xdist_group marks).
