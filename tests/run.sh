@@ -15,6 +15,8 @@ print_stage_times() {
   printf '%-12s %s\n' stage seconds
   for line in "${stage_times[@]}"; do echo "$line"; done
   [ -z "$stage_now" ] || printf '%-12s %d (failed)\n' "$stage_now" $((SECONDS - stage_start))
+  [ ! -f .build/containers/ahead.seconds ] \
+    || printf '%-12s %s (beside the stages before molecule)\n' images "$(cat .build/containers/ahead.seconds)"
   printf '%-12s %d\n' total "$SECONDS"
 }
 trap print_stage_times EXIT
@@ -92,10 +94,23 @@ scenario() {
   python tests/deprecations.py "$log"
 }
 
+# The molecule stage's images, in their order there; images_ahead builds them all, for the stages
+# before molecule to run beside.
+IMAGES=(debian12 debian13 debian12-exo debian13-exo)
+images_ahead() {
+  local image started=$SECONDS
+  # shellcheck source=tests/containers/env.sh
+  . tests/containers/env.sh
+  for image in "${IMAGES[@]}"; do tests/containers/image.sh "$image"; done
+  echo "$((SECONDS - started))" >.build/containers/ahead.seconds
+}
+
 run_molecule() {
   tests/containers/setup.sh
   # shellcheck source=tests/containers/env.sh
   . tests/containers/env.sh
+  # Built beside the stages before this one where they ran in the same call (images_ahead); each
+  # call below then finds its image, or waits for the build under way (image.sh locks each image).
   tests/containers/image.sh debian12
   # The driver's default scenario installs Debian 12's and Debian 13's real packages.
   tests/containers/image.sh debian13
@@ -231,6 +246,20 @@ run_site() {
 suites=("$@")
 if [ ${#suites[@]} -eq 0 ] || [ "${suites[0]}" = all ]; then
   suites=(unit sanity matrix lint integration site molecule)
+fi
+# The molecule stage's images are minutes of debootstrap, mostly waiting on the mirror and the disk:
+# when stages run before molecule, they are built beside them. podman and debootstrap are installed
+# first, in the foreground, while nothing else uses apt (debootstrap's dpkg is the image's own).
+# A failed build here only shows in its log: the molecule stage builds what is missing itself.
+rm -f .build/containers/ahead.seconds
+if [[ " ${suites[*]} " == *" molecule "* ]] && [ "${suites[0]}" != molecule ]; then
+  echo "=== podman"
+  stage_begin podman
+  tests/containers/setup.sh
+  stage_end
+  mkdir -p .build/containers
+  images_ahead >.build/containers/ahead.log 2>&1 &
+  echo "=== the molecule stage's images are built beside the stages before it (.build/containers/ahead.log)"
 fi
 for suite in "${suites[@]}"; do
   echo "=== $suite"
