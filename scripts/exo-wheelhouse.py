@@ -81,7 +81,8 @@ def role_defaults():
     with open(ROLE_DEFAULTS) as handle:
         defaults = yaml.safe_load(handle)
     return {"exo": "git+%s@%s" % (defaults["exo_node_git_url"], defaults["exo_node_git_version"]),
-            "skip": defaults["exo_node_skip_requirements"], "replace": defaults["exo_node_replace_requirements"]}
+            "skip": defaults["exo_node_skip_requirements"], "replace": defaults["exo_node_replace_requirements"],
+            "add": defaults["exo_node_add_requirements"]}
 
 
 def platforms(arch, glibc):
@@ -173,12 +174,12 @@ def vars_text(dest, exo_wheel, tinygrad_requirement, args):
 def build(args, defaults):
     dest = os.path.abspath(args.dest)
     exo_requirements = load_module("exo_requirements", REQUIREMENTS_CODE)
-    errors = exo_requirements.check_settings(defaults["skip"], defaults["replace"], "")
+    errors = exo_requirements.check_settings(defaults["skip"], defaults["replace"], "", defaults["add"])
     if errors:
         raise Failure("; ".join(errors))
     python_tag = "cp" + args.python.replace(".", "")
     inputs = {"python": args.python, "arch": args.arch, "glibc": args.glibc, "skip": defaults["skip"],
-              "replace": defaults["replace"], "exo": source_identity(args.exo),
+              "replace": defaults["replace"], "add": defaults["add"], "exo": source_identity(args.exo),
               "tinygrad": source_identity(args.tinygrad or ""),
               "code": [source_identity(path) for path in (os.path.realpath(__file__), REQUIREMENTS_CODE, RECORD_CODE)]}
     stamp = os.path.join(dest, STAMP)
@@ -200,7 +201,7 @@ def build(args, defaults):
         exo_wheel = build_wheel(sys.executable, args.exo, work)
         metadata = wheel_metadata(exo_wheel)
         # By default tinygrad comes from where exo's own requirement points (its git URL).
-        declared = exo_requirements.requirements(metadata, defaults["skip"], defaults["replace"], "")
+        declared = exo_requirements.requirements(metadata, defaults["skip"], defaults["replace"], "", defaults["add"])
         if not args.tinygrad:
             pinned = [r for r in declared["install"] if exo_requirements.normalize(exo_requirements.requirement_name(r)) == "tinygrad"]
             if len(pinned) != 1 or "@" not in pinned[0]:
@@ -210,7 +211,8 @@ def build(args, defaults):
         tinygrad_wheel = build_wheel(sys.executable, args.tinygrad, work)
         tinygrad_version = os.path.basename(tinygrad_wheel).split("-")[1]
         tinygrad_requirement = "tinygrad==%s" % tinygrad_version
-        declared = exo_requirements.requirements(metadata, defaults["skip"], defaults["replace"], tinygrad_requirement)
+        declared = exo_requirements.requirements(metadata, defaults["skip"], defaults["replace"], tinygrad_requirement,
+                                                 defaults["add"])
         wanted = [r for r in declared["install"] if r != tinygrad_requirement]
         print("exo-wheelhouse: downloading %d requirements of exo for CPython %s with %s (left out: %s)"
               % (len(wanted), args.python, python, ", ".join(declared["skipped"]) or "none"), file=sys.stderr)

@@ -8,8 +8,8 @@ __metaclass__ = type
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.exo_requirements import requirements
 
 
-def exo_requirements(metadata, skip=(), replace=None, tinygrad=""):
-    return requirements(metadata, skip=skip, replace=replace, tinygrad=tinygrad)
+def exo_requirements(metadata, skip=(), replace=None, tinygrad="", add=()):
+    return requirements(metadata, skip=skip, replace=replace, tinygrad=tinygrad, add=add)
 
 
 class FilterModule(object):

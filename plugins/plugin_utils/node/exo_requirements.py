@@ -36,7 +36,20 @@ def _name_errors(variable, names):
             if not isinstance(name, str) or NAME.match(name) is None or NAME.match(name).group(1) != name.strip()]
 
 
-def check_settings(skip, replace, tinygrad):
+def _add_errors(add):
+    errors = []
+    for requirement in add:
+        name = requirement_name(requirement) if isinstance(requirement, str) else None
+        if name is None or requirement.strip().startswith(("-", "/")) or "://" in requirement:
+            errors.append("exo_node_add_requirements entry %r is not a requirement; give a package name with "
+                          "its version, such as 'llvmlite==0.44.0'" % (requirement,))
+        elif normalize(name) == "tinygrad":
+            errors.append("exo_node_add_requirements must not name tinygrad, which exo declares; give "
+                          "exo_node_tinygrad_requirement instead")
+    return errors
+
+
+def check_settings(skip, replace, tinygrad, add=()):
     """Problems with the role's settings, each naming the variable and the value."""
     errors = []
     if not isinstance(skip, (list, tuple)):
@@ -45,13 +58,21 @@ def check_settings(skip, replace, tinygrad):
         return ["exo_node_replace_requirements must map package names to package names, got %r" % (replace,)]
     if not isinstance(tinygrad, str):
         return ["exo_node_tinygrad_requirement must be a string, got %r" % (tinygrad,)]
+    if not isinstance(add, (list, tuple)):
+        return ["exo_node_add_requirements must be a list of requirements, got %r" % (add,)]
     errors += _name_errors("exo_node_skip_requirements", skip)
     errors += _name_errors("exo_node_replace_requirements", list(replace) + list(replace.values()))
+    errors += _add_errors(add)
     if errors:
         return errors
     if "tinygrad" in [normalize(name) for name in list(skip) + list(replace)]:
         errors.append("exo_node_skip_requirements and exo_node_replace_requirements must not name tinygrad, "
                       "which exo imports; give exo_node_tinygrad_requirement instead")
+    skipped = set(normalize(name) for name in skip)
+    for requirement in add:
+        if normalize(requirement_name(requirement)) in skipped:
+            errors.append("exo_node_add_requirements entry %r names a package exo_node_skip_requirements leaves "
+                          "out; keep it in one of the two" % (requirement,))
     tinygrad = tinygrad.strip()
     # A path or URL is a wheel, sdist or directory pip installs as it is; anything else must be a
     # requirement for tinygrad itself.
@@ -63,16 +84,17 @@ def check_settings(skip, replace, tinygrad):
     return errors
 
 
-def requirements(metadata, skip=(), replace=None, tinygrad=""):
+def requirements(metadata, skip=(), replace=None, tinygrad="", add=()):
     """What to install for the distribution whose METADATA text is given.
 
     Returns name, version, install (requirement strings for pip), skipped and replaced (exo's own
     requirement strings that were left out or swapped) and errors. With metadata None only the
-    settings are checked.
+    settings are checked. add: what exo needs but does not declare, installed after exo's own; an
+    added package exo also declares replaces exo's requirement (the added pin wins).
     """
     replace = {} if replace is None else replace
     result = {"name": None, "version": None, "install": [], "skipped": [], "replaced": [], "errors": []}
-    result["errors"] = check_settings(skip, replace, tinygrad)
+    result["errors"] = check_settings(skip, replace, tinygrad, add)
     if result["errors"] or metadata is None:
         return result
     if not isinstance(metadata, str) or not metadata.strip():
@@ -85,6 +107,7 @@ def requirements(metadata, skip=(), replace=None, tinygrad=""):
         return result
     skip = set(normalize(name) for name in skip)
     replace = dict((normalize(old), new.strip()) for old, new in replace.items())
+    added = set(normalize(requirement_name(requirement)) for requirement in add)
     tinygrad = tinygrad.strip()
     for requirement in headers.get_all("Requires-Dist") or []:
         requirement = requirement.strip()
@@ -94,13 +117,14 @@ def requirements(metadata, skip=(), replace=None, tinygrad=""):
             continue
         if key in skip:
             result["skipped"].append(requirement)
-        elif key == "tinygrad" and tinygrad:
+        elif (key == "tinygrad" and tinygrad) or key in added:
             result["replaced"].append(requirement)
         elif key in replace:
             result["replaced"].append(requirement)
             result["install"].append(replace[key] + requirement[len(name):])
         elif requirement not in result["install"]:
             result["install"].append(requirement)
+    result["install"] += [requirement.strip() for requirement in add]
     if tinygrad:
         result["install"].append(tinygrad)
     return result

@@ -168,6 +168,9 @@ def source_id(settings):
                "skip": sorted(settings["exo_node_skip_requirements"]),
                "replace": settings["exo_node_replace_requirements"],
                "wheelhouse": wheel_record.record_id(settings["exo_node_wheelhouse"]) if settings["exo_node_wheelhouse"] else ""}
+    # Only when set, so that a host installed before the setting existed, and not adding, keeps its marker.
+    if settings["exo_node_add_requirements"]:
+        shaping["add"] = settings["exo_node_add_requirements"]
     return where + "\nrequirements " + json.dumps(shaping, sort_keys=True)
 
 

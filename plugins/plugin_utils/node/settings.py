@@ -170,7 +170,8 @@ def _check_extra_env(values):
 
 
 # Read together: a name may be neither skipped nor replaced if it is tinygrad, which has a variable of its own.
-REQUIREMENTS = ("exo_node_skip_requirements", "exo_node_replace_requirements", "exo_node_tinygrad_requirement")
+REQUIREMENTS = ("exo_node_skip_requirements", "exo_node_replace_requirements", "exo_node_tinygrad_requirement",
+                "exo_node_add_requirements")
 
 
 def _check_requirements(values):

@@ -70,24 +70,29 @@ WANTED = ["aiohttp==3.10.11", "aiohttp_cors==0.7.0", "aiofiles==24.1.0", "grpcio
           "uvloop==0.21.0"]
 
 
+# What exo does not declare and a CPU instance needs for BF16 weights (tinygrad's LLVM backend).
+ADDED = ["llvmlite==0.44.0"]
+
+
 def with_defaults(metadata, tinygrad=None):
     return exo_requirements.requirements(metadata, DEFAULTS["exo_node_skip_requirements"],
                                          DEFAULTS["exo_node_replace_requirements"],
-                                         DEFAULTS["exo_node_tinygrad_requirement"] if tinygrad is None else tinygrad)
+                                         DEFAULTS["exo_node_tinygrad_requirement"] if tinygrad is None else tinygrad,
+                                         DEFAULTS["exo_node_add_requirements"])
 
 
-def test_the_defaults_keep_exos_tinygrad_and_drop_what_no_module_imports():
+def test_the_defaults_keep_exos_tinygrad_add_llvmlite_and_drop_what_no_module_imports():
     result = with_defaults(EXO_METADATA)
     assert result["errors"] == []
     assert (result["name"], result["version"]) == ("exo", "0.0.1")
-    assert result["install"] == WANTED + [TINYGRAD_GIT]
+    assert result["install"] == WANTED + [TINYGRAD_GIT] + ADDED
     assert result["skipped"] == ["grpcio-tools==1.70.0", "nuitka==2.5.1", "prometheus-client==0.20.0", "uuid==1.30"]
     assert result["replaced"] == ["opencv-python==4.10.0.84"]
 
 
 def test_a_tinygrad_requirement_replaces_the_git_url():
     result = with_defaults(EXO_METADATA, tinygrad="tinygrad==0.10.0")
-    assert result["install"] == WANTED + ["tinygrad==0.10.0"]
+    assert result["install"] == WANTED + ADDED + ["tinygrad==0.10.0"]
     assert result["replaced"] == ["opencv-python==4.10.0.84", TINYGRAD_GIT]
     assert not [r for r in result["install"] if "git+" in r]
 
@@ -112,6 +117,12 @@ def test_a_requirement_with_extras_and_marker_keeps_them_when_replaced():
     metadata = "Name: x\nVersion: 1\nRequires-Dist: opencv-python[contrib]>=4.10; python_version >= \"3.10\"\n"
     result = exo_requirements.requirements(metadata, [], {"opencv-python": "opencv-python-headless"})
     assert result["install"] == ['opencv-python-headless[contrib]>=4.10; python_version >= "3.10"']
+
+
+def test_an_added_requirement_that_exo_declares_replaces_exos_pin():
+    result = exo_requirements.requirements(EXO_METADATA, add=["numpy==2.1.0", "llvmlite==0.44.0"])
+    assert "numpy==2.0.0" in result["replaced"] and "numpy==2.0.0" not in result["install"]
+    assert result["install"][-2:] == ["numpy==2.1.0", "llvmlite==0.44.0"]
 
 
 def test_a_distribution_without_requirements_installs_only_tinygrad_when_asked():
@@ -144,6 +155,21 @@ def test_bad_settings_are_named_with_their_value(skip, replace, tinygrad, messag
     assert [e for e in result["errors"] if message in e], result["errors"]
 
 
+@pytest.mark.parametrize("add, message", [
+    ("llvmlite==0.44.0", "exo_node_add_requirements must be a list of requirements, got 'llvmlite==0.44.0'"),
+    (["==0.44.0"], "exo_node_add_requirements entry '==0.44.0' is not a requirement; give a package name"),
+    ([7], "exo_node_add_requirements entry 7 is not a requirement"),
+    (["--index-url=http://x"], "entry '--index-url=http://x' is not a requirement"),
+    (["/srv/llvmlite.whl"], "entry '/srv/llvmlite.whl' is not a requirement"),
+    (["tinygrad==0.10.0"], "must not name tinygrad, which exo declares; give exo_node_tinygrad_requirement"),
+    (["Nuitka>=2"], "entry 'Nuitka>=2' names a package exo_node_skip_requirements leaves out"),
+])
+def test_bad_added_requirements_are_named_with_their_value(add, message):
+    result = exo_requirements.requirements(EXO_METADATA, ["nuitka"], {}, "", add)
+    assert result["install"] == []
+    assert [e for e in result["errors"] if message in e], result["errors"]
+
+
 @pytest.mark.parametrize("metadata, message", [
     ("", "the METADATA of the installed exo is empty or not text"),
     (b"Name: exo\n", "the METADATA of the installed exo is empty or not text"),
@@ -157,4 +183,4 @@ def test_what_is_not_a_metadata_file_is_said(metadata, message):
 def test_the_filter_is_requirements():
     flt = FilterModule().filters()["exo_requirements"]
     assert flt(EXO_METADATA, DEFAULTS["exo_node_skip_requirements"], DEFAULTS["exo_node_replace_requirements"],
-               "tinygrad==0.10.0") == with_defaults(EXO_METADATA, tinygrad="tinygrad==0.10.0")
+               "tinygrad==0.10.0", DEFAULTS["exo_node_add_requirements"]) == with_defaults(EXO_METADATA, tinygrad="tinygrad==0.10.0")

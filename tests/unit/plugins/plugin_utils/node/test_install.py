@@ -52,10 +52,17 @@ def test_defaults_install_exo_from_its_repository_at_the_pinned_commit():
 
 def test_the_marker_keeps_the_form_installed_hosts_recorded():
     # Hosts installed by earlier releases hold this text; another form would reinstall exo everywhere.
-    plan = install(settings(exo_node_skip_requirements=["b", "a"], exo_node_replace_requirements={}))
+    plan = install(settings(exo_node_skip_requirements=["b", "a"], exo_node_replace_requirements={},
+                            exo_node_add_requirements=[]))
     assert plan["source_id"] == (
         "git https://github.com/exo-explore/exo.git e4238f9ef369037252c7542e40ea1a8a625afba7\n"
         'requirements {"replace": {}, "skip": ["a", "b"], "tinygrad": "", "wheelhouse": ""}')
+
+
+def test_added_requirements_change_the_marker_so_pip_installs_them_on_hosts_installed_before():
+    before = install(settings(exo_node_add_requirements=[]))["source_id"]
+    after = install(settings())["source_id"]
+    assert after != before and '"add": ["llvmlite==0.44.0"]' in after
 
 
 # What releases before full commit ids recorded (the short id e4238f9ef), and whether pip runs again.
