@@ -1,11 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Time to first token and tokens/s of one exo instance against a ring of two, in one interleaved run.
+"""Time to first token and tokens/s of one exo instance against a ring of two, in one interleaved run;
+or, with --paths, of one instance on each of tinygrad's CPU paths.
 
     make bench-inference
     .venv/bin/python benchmarks/inference.py [--rounds 1] [--max-generate-tokens 6] [--prompt TEXT]
         [--wheelhouse DIR] [--model-store DIR] [--json FILE]
+    .venv/bin/python benchmarks/inference.py --paths [f16:CLANG,bf16:LLVM:2,...] [--max-generate-tokens 12]
 
 Real exo e4238f9ef with its tinygrad on the CPU backend (CLANG=1), installed into a venv of CPython
 3.12 from the wheelhouse of scripts/exo-wheelhouse.py (built under .build/exo-wheelhouse from the
@@ -23,6 +25,15 @@ instance's /v1/topology lists every member, then sends one streamed chat complet
 to the first instance (exo ignores max_tokens: --max-generate-tokens stops it). Prints the medians and
 the ratios ring / single: time until the instances are ready, the first token, tokens/s after it, the
 whole completion and the peak RSS per node; and whether the ring gave the single instance's text.
+
+--paths: one instance per path DTYPE:BACKEND[:BEAM] (the model's weights in f16 or bf16, tinygrad's
+CLANG or LLVM backend, BEAM its kernel search, 0 for none), each fresh, two completions each: the
+first cold (an empty compile cache: loading, compiling and with BEAM searching), the second warm (the
+same process). Prints each path beside the first path's figures, and beside the limit of decoding
+on this host: the bytes of weights one token reads (the weights as the engine holds them: exo casts
+BF16 to float32 on CLANG and to float16 elsewhere, fix_bf16 in exo/inference/tinygrad/models/llama.py)
+over the memory read bandwidth of one core, measured here with numpy (tinygrad's CPU kernels run on
+one thread). An f16 path uses a store made with --dtype f16 beside the BF16 one (.build/exo-models-f16).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -61,6 +72,13 @@ METRICS = (("ready_s", "instances ready, s"), ("first_token_s", "first token, s"
            ("total_s", "whole completion, s"), ("peak_rss_gb", "peak RSS, largest node, GB"))
 # An address where nothing answers: a lookup exo makes on the network fails at once.
 NO_HUB = "http://127.0.0.1:9"
+# --paths by default: each dtype on each CPU backend, without and with tinygrad's kernel search.
+PATHS = "f16:CLANG,f16:LLVM,bf16:CLANG,bf16:LLVM,f16:CLANG:2,f16:LLVM:2,bf16:CLANG:2,bf16:LLVM:2"
+# The bytes per weight the engine computes with, by (stored dtype, backend): fix_bf16 casts BF16 to
+# float32 where tinygrad's default device is CLANG, to float16 on any other.
+HELD_BYTES = {("f16", "CLANG"): 2, ("f16", "LLVM"): 2, ("bf16", "CLANG"): 4, ("bf16", "LLVM"): 2}
+# The store of each dtype under .build: BF16, the real models' dtype, where the molecule scenarios keep it.
+STORES = {"bf16": "exo-models", "f16": "exo-models-f16"}
 
 
 def medians(samples):
@@ -133,7 +151,8 @@ def exo_venv(directory, python):
         metadata = archive.read("exo-0.0.1.dist-info/METADATA").decode()
     defaults = role_settings.defaults("node")
     declared = exo_requirements.requirements(metadata, defaults["exo_node_skip_requirements"],
-                                             defaults["exo_node_replace_requirements"], settings["exo_node_tinygrad_requirement"])
+                                             defaults["exo_node_replace_requirements"], settings["exo_node_tinygrad_requirement"],
+                                             defaults["exo_node_add_requirements"])
     venv = os.path.join(WORK, "venv")
     stamp = os.path.join(venv, "gpufleet-bench.json")
     with open(wheel, "rb") as handle:
@@ -152,16 +171,16 @@ def exo_venv(directory, python):
     return venv
 
 
-def model_store(given):
-    """The store holding the synthetic model's repository; made under .build/exo-models when not given."""
-    store = os.path.abspath(given or os.path.join(REPO, ".build", "exo-models"))
+def model_store(given, dtype="bf16"):
+    """The store holding the synthetic model's repository; made under .build (STORES) when not given."""
+    store = os.path.abspath(given or os.path.join(REPO, ".build", STORES[dtype]))
     repo = os.path.join(store, models.MODEL_REPOS[MODEL])
     if not os.path.isfile(os.path.join(repo, "model.safetensors")):
         if given:
             sys.exit("--model-store %s has no %s/model.safetensors; make one with scripts/exo-synthetic-model.py --card %s "
-                     "--seed 0 --dtype f16 --out %s" % (given, models.MODEL_REPOS[MODEL], MODEL, repo))
+                     "--seed 0 --dtype %s --out %s" % (given, models.MODEL_REPOS[MODEL], MODEL, dtype, repo))
         quiet([sys.executable, os.path.join(REPO, "scripts", "exo-synthetic-model.py"), "--card", MODEL, "--seed", "0",
-               "--dtype", "f16", "--out", repo])
+               "--dtype", dtype, "--out", repo])
     return store
 
 
@@ -201,7 +220,7 @@ def peak_rss_gb(pid):
 class Instances(object):
     """size exo instances on 127.0.0.1 in one ring (manual discovery), each in a fresh home under work."""
 
-    def __init__(self, venv, store, work, name, size, options):
+    def __init__(self, venv, store, work, name, size, options, backend_env=None):
         self.names = ["%s%d" % (name, i) for i in range(size)]
         self.homes = [os.path.join(work, n) for n in self.names]
         ports = free_ports(2 * size)
@@ -217,8 +236,8 @@ class Instances(object):
                                      for i, n in enumerate(self.names))}, handle)
         for i, home in enumerate(self.homes):
             # A CPU instance's environment as the node role writes it (instances.py), with no hub to ask.
-            env = dict(os.environ, EXO_HOME=home, HOME=home, TMPDIR=home + "/tmp", PYTHONUNBUFFERED="1", CLANG="1",
-                       CUDA_VISIBLE_DEVICES="", HF_ENDPOINT=NO_HUB)
+            env = dict(os.environ, EXO_HOME=home, HOME=home, TMPDIR=home + "/tmp", PYTHONUNBUFFERED="1",
+                       CUDA_VISIBLE_DEVICES="", HF_ENDPOINT=NO_HUB, **(backend_env or {"CLANG": "1"}))
             with open(self.logs[i], "w") as log:
                 self.processes.append(subprocess.Popen(
                     [os.path.join(venv, "bin", "exo"), "--node-id", self.names[i], "--node-host", "127.0.0.1",
@@ -279,6 +298,106 @@ def measure(venv, store, work, name, size, options):
         instances.stop()
 
 
+def parse_paths(text):
+    """[(dtype, backend, beam)] of "DTYPE:BACKEND[:BEAM],..."; ValueError names the entry that is not one."""
+    paths = []
+    for entry in text.split(","):
+        parts = entry.strip().split(":")
+        if len(parts) not in (2, 3) or (parts[0], parts[1].upper()) not in HELD_BYTES \
+                or not (len(parts) == 2 or parts[2].isdigit()):
+            raise ValueError("%r is not DTYPE:BACKEND[:BEAM] with DTYPE f16 or bf16, BACKEND CLANG or LLVM, BEAM a "
+                             "number" % entry)
+        paths.append((parts[0], parts[1].upper(), int(parts[2]) if len(parts) == 3 else 0))
+    return paths
+
+
+def path_env(backend, beam):
+    """What selects a path in this tinygrad: <BACKEND>=1 makes it the default device, BEAM its kernel search."""
+    env = {backend: "1"}
+    if beam:
+        env["BEAM"] = str(beam)
+    return env
+
+
+def read_bandwidth_gbs(python):
+    """One core's memory read bandwidth, GB/s: the best of five sums of a 1 GiB float32 array (numpy, one thread)."""
+    code = ("import numpy, time\n"
+            "a = numpy.ones(2 ** 28, dtype=numpy.float32)\n"
+            "best = None\n"
+            "for _ in range(5):\n"
+            "    t = time.perf_counter(); a.sum(); t = time.perf_counter() - t\n"
+            "    best = t if best is None else min(best, t)\n"
+            "print(a.nbytes / best / 1e9)\n")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    return float(subprocess.check_output([python, "-c", code], env=env, universal_newlines=True))
+
+
+def token_limit_s(weights_bytes, dtype, backend, bandwidth_gbs):
+    """The least time one decoded token can take: every weight read once, as the engine holds it (both
+    stored dtypes take two bytes a weight)."""
+    return weights_bytes / 2 * HELD_BYTES[(dtype, backend)] / (bandwidth_gbs * 1e9)
+
+
+def measure_path(venv, store, work, path, options):
+    """One fresh instance on a path and two completions through it: cold, then warm."""
+    dtype, backend, beam = path
+    instances = Instances(venv, store, work, "%s-%s-%d-" % path, 1, options, backend_env=path_env(backend, beam))
+    try:
+        instances.wait(options.ready_deadline)
+        answers = []
+        for dummy in range(2):
+            try:
+                answers.append(exo_api.chat(instances.api[0], MODEL, options.prompt, 0, options.timeout))
+            except exo_api.ApiError as problem:
+                raise instances.failure(str(problem))
+        cold, warm = answers
+        return dict(path="%s %s BEAM=%d" % path, first_token_s=cold["first_token_s"], tokens_per_s=cold["tokens_per_s"],
+                    warm_first_token_s=warm["first_token_s"], warm_tokens_per_s=warm["tokens_per_s"],
+                    peak_rss_gb=instances.peak_rss_gb()[0], tokens=len(cold["chunks"]), text=cold["text"])
+    finally:
+        instances.stop()
+
+
+def paths_main(options, venv):
+    """--paths: every path in turn, then the table beside the first path and beside the limit."""
+    paths = parse_paths(options.paths)
+    python = os.path.join(venv, "bin", "python")
+    bandwidth = read_bandwidth_gbs(python)
+    stores = dict((dtype, model_store(None, dtype)) for dtype in sorted(set(p[0] for p in paths)))
+    weights = dict((dtype, os.path.getsize(os.path.join(store, models.MODEL_REPOS[MODEL], "model.safetensors")))
+                   for dtype, store in stores.items())
+    samples = []
+    work = tempfile.mkdtemp(prefix="inference-paths-")
+    try:
+        for path in paths:
+            sample = measure_path(venv, stores[path[0]], os.path.join(work, "%s-%s-%d" % path), path, options)
+            sample["limit_s_per_token"] = token_limit_s(weights[path[0]], path[0], path[1], bandwidth)
+            samples.append(sample)
+            print("%-20s first token %6.1f s cold, %6.1f s warm; %s tokens/s cold, %s warm; peak %.1f GB; %r" % (
+                sample["path"], sample["first_token_s"] or 0, sample["warm_first_token_s"] or 0,
+                show(sample["tokens_per_s"], 3).strip(), show(sample["warm_tokens_per_s"], 3).strip(),
+                sample["peak_rss_gb"], sample["text"]), flush=True)
+            if options.json:
+                with open(options.json, "w") as handle:
+                    json.dump(dict(options=vars(options), bandwidth_gbs=bandwidth, samples=samples), handle, indent=1)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print()
+    print("one core reads %.1f GB/s; %s, prompt %r, --max-generate-tokens %d; ratios against %s" % (
+        bandwidth, MODEL, options.prompt, options.max_generate_tokens, samples[0]["path"]))
+    print("%-20s %9s %9s %9s %9s %9s %9s %10s %9s" % ("path", "1st cold", "1st warm", "tok/s", "warm", "ratio",
+                                                       "s/token", "limit s/t", "x limit"))
+    base = samples[0]["warm_tokens_per_s"]
+    for sample in samples:
+        rate = sample["warm_tokens_per_s"]
+        per_token = 1 / rate if rate else None
+        print("%-20s %s %s %s %s %s %s %s %s" % (
+            sample["path"], show(sample["first_token_s"], 1)[1:], show(sample["warm_first_token_s"], 1)[1:],
+            show(sample["tokens_per_s"], 3)[1:], show(rate, 3)[1:], show(rate / base if rate and base else None)[1:],
+            show(per_token)[1:], show(sample["limit_s_per_token"], 3), show(per_token / sample["limit_s_per_token"]
+                                                                        if per_token else None, 1)[1:]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1)
@@ -292,13 +411,24 @@ def main():
     parser.add_argument("--timeout", type=int, default=900, help="seconds for one completion (exo's API gives up at 900)")
     parser.add_argument("--ready-deadline", type=int, default=300, help="seconds for a ring to form")
     parser.add_argument("--json", help="write every sample to this file")
+    parser.add_argument("--dtype", choices=sorted(STORES), default="bf16",
+                        help="the model's dtype for single against ring (default bf16, the real models')")
+    parser.add_argument("--paths", nargs="?", const=PATHS, help="tinygrad's CPU paths instead, DTYPE:BACKEND[:BEAM],... "
+                        "(default %s)" % PATHS)
     options = parser.parse_args()
     if options.rounds < 1 or options.max_generate_tokens < 1:
         parser.error("--rounds and --max-generate-tokens must be at least 1")
+    if options.paths:
+        try:
+            parse_paths(options.paths)
+        except ValueError as problem:
+            parser.error("--paths: %s" % problem)
 
     python = python312(options.python)
     venv = exo_venv(wheelhouse(options.wheelhouse), python)
-    store = model_store(options.model_store)
+    if options.paths:
+        return paths_main(options, venv)
+    store = model_store(options.model_store, options.dtype)
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by signal %d" % signum))
     samples = dict((name, []) for name, dummy in CASES)
     work = tempfile.mkdtemp(prefix="inference-bench-")

@@ -65,3 +65,38 @@ def test_the_model_is_placed_where_exo_reads_it_and_exo_asks_no_hub(tmp_path):
             assert json.load(handle) == [{"path": "model.safetensors", "size": 64}, {"path": "tokenizer.json", "size": 2}]
         with open(os.path.join(home, "tmp", "exo", "unsloth--Llama-3.2-1B-Instruct", "model.safetensors.index.json")) as handle:
             assert json.load(handle)["weight_map"] == {}
+
+
+@pytest.mark.parametrize("text, paths", [
+    ("f16:CLANG", [("f16", "CLANG", 0)]),
+    ("bf16:llvm:2, f16:CLANG:0", [("bf16", "LLVM", 2), ("f16", "CLANG", 0)]),
+    (bench.PATHS, [(d, b, beam) for beam in (0, 2) for d in ("f16", "bf16") for b in ("CLANG", "LLVM")]),
+])
+def test_paths_are_dtype_backend_and_beam(text, paths):
+    assert bench.parse_paths(text) == paths
+
+
+@pytest.mark.parametrize("text", ["f32:CLANG", "f16:CUDA", "f16", "f16:CLANG:x", "f16:CLANG:2:3"])
+def test_a_path_that_is_not_one_is_named(text):
+    with pytest.raises(ValueError, match="%r is not DTYPE:BACKEND" % text):
+        bench.parse_paths(text)
+
+
+def test_a_path_selects_its_backend_and_its_search():
+    assert bench.path_env("LLVM", 0) == {"LLVM": "1"}
+    assert bench.path_env("CLANG", 2) == {"CLANG": "1", "BEAM": "2"}
+
+
+@pytest.mark.parametrize("dtype, backend, seconds", [
+    # 2.47 GB of 16-bit weights at 13 GB/s: 0.19 s a token where the engine keeps them 16-bit...
+    ("f16", "CLANG", 0.19), ("f16", "LLVM", 0.19), ("bf16", "LLVM", 0.19),
+    # ...and twice that where exo casts BF16 to float32 (CLANG the default device).
+    ("bf16", "CLANG", 0.38),
+])
+def test_the_limit_is_the_weights_as_held_over_the_bandwidth(dtype, backend, seconds):
+    assert bench.token_limit_s(2.47e9, dtype, backend, 13.0) == pytest.approx(seconds, abs=0.005)
+
+
+def test_each_dtype_has_its_store_and_bf16_is_the_scenarios():
+    assert bench.STORES["bf16"] == "exo-models"
+    assert set(bench.STORES) == set(d for d, dummy in bench.HELD_BYTES)
