@@ -100,7 +100,7 @@ def test_the_documented_command_builds_what_the_role_installs(workdir):
     assert written == documented
     wheels = sorted(os.path.basename(p) for p in glob.glob(os.path.join(directory, "*.whl")))
     names = set(exo_requirements.normalize(w.split("-")[0]) for w in wheels)
-    assert {"exo", "tinygrad", "opencv-python-headless", "numpy", "transformers", "nvidia-ml-py"} <= names
+    assert {"exo", "tinygrad", "opencv-python-headless", "numpy", "transformers", "nvidia-ml-py", "llvmlite"} <= names
     assert not names & {"opencv-python", "nuitka", "grpcio-tools", "uuid", "prometheus-client"}
     assert "tinygrad-0.10.0-py3-none-any.whl" in wheels
     # Every wheel installs on CPython 3.12 on Linux: none is for another Python or platform.
@@ -120,7 +120,8 @@ def test_the_record_holds_the_sha256_of_every_wheel(workdir):
         lines = [line.split() for line in handle if line.strip() and not line.startswith("#")]
     recorded = dict((name.split("==")[0].lower().replace("_", "-"), digest.split(":")[1]) for name, digest in lines)
     wheels = glob.glob(os.path.join(directory, "*.whl"))
-    assert len(recorded) == len(wheels) == 48
+    # exo's requirements as the role installs them, llvmlite among them (exo_node_add_requirements).
+    assert len(recorded) == len(wheels) == 49
     for path in wheels:
         with open(path, "rb") as handle:
             assert recorded[os.path.basename(path).split("-")[0].lower().replace("_", "-")] == \
@@ -263,6 +264,13 @@ def test_the_filter_examples_run_as_written(workdir, tmp_path):
     assert not [r for r in result["install"] if "git+" in r or r.startswith(("nuitka", "uuid", "grpcio-tools"))]
 
 
+def install_patches(venv):
+    """The collection's patches of exo into a virtualenv, where the node role puts them (its site-packages)."""
+    purelib = run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"])
+    for name in ("gpufleet_exo_patches.py", "gpufleet_exo_patches.pth"):
+        shutil.copy(os.path.join(REPO, "roles", "node", "files", name), purelib.stdout.strip())
+
+
 def get_json(url, data=None, timeout=5):
     request = urllib.request.Request(url, data=json.dumps(data).encode() if data is not None else None,
                                      headers={"Content-Type": "application/json"})
@@ -297,9 +305,13 @@ def test_real_exo_forms_a_cluster_on_each_supported_python(workdir, tmp_path, re
     proc = run(pip + declared["install"])
     assert proc.returncode == 0, proc.stdout[-3000:]
 
+    install_patches(venv)
+
     grpc, api = free_ports(3), free_ports(3)
-    caps = {"model": "test", "chip": "test", "memory": 1024, "flops": {"fp32": 0, "fp16": 0, "int8": 0}}
-    topology = {"peers": dict(("node%d" % i, {"address": "127.0.0.1", "port": grpc[i], "device_capabilities": caps})
+    # Unequal instances, as on mixed hardware: with the collection's patch each describes itself as its entry here.
+    caps = [{"model": "Linux Box (test %d)" % i, "chip": "test %d" % i, "memory": memory,
+             "flops": {"fp32": 1.5 * i, "fp16": 3.0 * i, "int8": 0}} for i, memory in enumerate((1024, 2048, 5120))]
+    topology = {"peers": dict(("node%d" % i, {"address": "127.0.0.1", "port": grpc[i], "device_capabilities": caps[i]})
                               for i in range(3))}
     (tmp_path / "topology.json").write_text(json.dumps(topology))
     processes, logs = [], []
@@ -327,14 +339,24 @@ def test_real_exo_forms_a_cluster_on_each_supported_python(workdir, tmp_path, re
             time.sleep(1)
         assert sorted(len(n) for n in seen.values()) == [3, 3, 3], seen
         healthy = time.monotonic() - started
+        # exo's own probe would say "Linux Box (Device: CLANG)" with this machine's RAM for every one.
+        for i in range(3):
+            assert seen[i] == dict(("node%d" % j, caps[j]) for j in range(3)), seen[i]
         answer = get_json("http://127.0.0.1:%d/v1/chat/completions" % api[0],
                           {"model": "dummy", "messages": [{"role": "user", "content": "hello"}]}, timeout=120)
         assert answer["choices"][0]["finish_reason"] == "stop" and answer["choices"][0]["message"]["content"]
         request = answer["id"][len("chatcmpl-"):]
         time.sleep(1)
+        layers = []
         for log in logs:
-            assert re.search(r"\[%s\] (process_tensor|process prompt):" % re.escape(request), log.read_text()), \
-                "%s processed no shard of %s" % (log.name, request)
+            text = log.read_text()
+            assert "gpufleet.exo: this instance describes its device as the discovery file does" in text, text[-3000:]
+            shard = re.search(r"\[%s\] (?:process_tensor|process prompt):.*?start_layer=(\d+), end_layer=(\d+)"
+                              % re.escape(request), text)
+            assert shard, "%s processed no shard of %s" % (log.name, request)
+            layers.append(int(shard.group(2)) - int(shard.group(1)) + 1)
+        # exo splits the layers by the memory each instance says it has: the most to the largest.
+        assert layers[0] <= layers[1] <= layers[2] and layers[0] < layers[2], layers
         print("CPython %s: three exo instances formed one cluster %.1f s after start" % (release, healthy))
     finally:
         for process in processes:

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""roles/node/files/gpufleet_exo_patches.py on a module shaped as exo's device_capabilities: which entry of the
+discovery file an instance reads, and that only a source the table knows is patched. Real exo with the patch:
+tests/integration/test_exo_wheelhouse.py."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import asyncio
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+
+import pytest
+
+from tests.helpers import REPO
+
+SPEC = importlib.util.spec_from_file_location("gpufleet_exo_patches",
+                                              os.path.join(REPO, "roles", "node", "files", "gpufleet_exo_patches.py"))
+patches = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(patches)
+
+H100 = {"model": "Linux Box (NVIDIA H100 80GB HBM3)", "chip": "NVIDIA H100 80GB HBM3", "memory": 81559,
+        "flops": {"fp32": 66.9, "fp16": 989.5, "int8": 1979.0}}
+L4 = {"model": "Linux Box (NVIDIA L4)", "chip": "NVIDIA L4", "memory": 23034,
+      "flops": {"fp32": 30.3, "fp16": 121.0, "int8": 242.5}}
+# What exo's own probe says on a GPU host: NVML's GPU 0 for every instance, whatever it was pinned to.
+EXOS_OWN = {"model": "Linux Box (NVIDIA H100 80GB HBM3)", "chip": "NVIDIA H100 80GB HBM3", "memory": 81559,
+            "flops": {"fp32": 0, "fp16": 0, "int8": 0}}
+# The shape of exo's module: a pydantic model in exo, a plain class here.
+MODULE = '''
+class DeviceCapabilities(object):
+    def __init__(self, model, chip, memory, flops):
+        self.model, self.chip, self.memory, self.flops = model, chip, memory, flops
+
+    def to_dict(self):
+        return {"model": self.model, "chip": self.chip, "memory": self.memory, "flops": self.flops}
+
+    def __str__(self):
+        return "%s %s MB" % (self.model, self.memory)
+
+
+async def device_capabilities():
+    return DeviceCapabilities(**EXOS_OWN)
+'''.replace("EXOS_OWN", repr(EXOS_OWN))
+
+
+@pytest.fixture
+def topology(tmp_path):
+    path = tmp_path / "topology.json"
+    path.write_text(json.dumps({"peers": {"h1-gpu0": {"address": "10.0.0.1", "port": 5678, "device_capabilities": H100},
+                                          "h1-gpu1": {"address": "10.0.0.1", "port": 5679, "device_capabilities": L4}}}))
+    return str(path)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--node-id=h1-gpu1", "--discovery-module=manual", "--discovery-config-path={t}"], L4),
+    (["--node-id", "h1-gpu0", "--discovery-module", "manual", "--discovery-config-path", "{t}"], H100),
+    # UDP discovery has no file; an id the file lacks has no entry; a flag without its value is no flag.
+    (["--node-id=h1-gpu1", "--discovery-module=udp", "--discovery-config-path={t}"], None),
+    (["--node-id=h2-gpu0", "--discovery-module=manual", "--discovery-config-path={t}"], None),
+    (["--discovery-module=manual", "--discovery-config-path={t}", "--node-id"], None),
+    # exo's --node-id-filter is not --node-id.
+    (["--node-id-filter=h1-gpu1", "--discovery-module=manual", "--discovery-config-path={t}"], None),
+])
+def test_an_instance_reads_its_own_entry_of_the_discovery_file(topology, argv, expected):
+    assert patches.own_entry([arg.replace("{t}", topology) for arg in argv]) == expected
+
+
+@pytest.fixture
+def fake_exo(tmp_path, monkeypatch):
+    """A package gf_fake_exo.topology.device_capabilities shaped as exo's, importable from tmp_path."""
+    package = tmp_path / "gf_fake_exo" / "topology"
+    package.mkdir(parents=True)
+    for directory in (tmp_path / "gf_fake_exo", package):
+        (directory / "__init__.py").write_text("")
+    (package / "device_capabilities.py").write_text(MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "gf_fake_exo.topology.device_capabilities", hashlib.sha256(MODULE.encode()).hexdigest()
+    for name in [n for n in sys.modules if n.startswith("gf_fake_exo")]:
+        del sys.modules[name]
+
+
+def load(name, finder, monkeypatch):
+    monkeypatch.setattr(sys, "meta_path", [finder] + sys.meta_path)
+    return importlib.import_module(name)
+
+
+def test_a_known_source_describes_the_instance_as_its_entry(fake_exo, topology, monkeypatch, capsys):
+    name, digest = fake_exo
+    finder = patches.Finder({name: ({digest: "exo test"}, patches.patch_device_capabilities)})
+    module = load(name, finder, monkeypatch)
+    monkeypatch.setattr(sys, "argv", ["/opt/exo/bin/exo", "--node-id=h1-gpu1", "--discovery-module=manual",
+                                      "--discovery-config-path=" + topology])
+    assert asyncio.run(module.device_capabilities()).to_dict() == L4
+    assert "gpufleet.exo: this instance describes its device as the discovery file does: Linux Box (NVIDIA L4)" \
+        in capsys.readouterr().err
+    # Without manual discovery, exo's own answer.
+    monkeypatch.setattr(sys, "argv", ["/opt/exo/bin/exo", "--node-id=h1-gpu1"])
+    assert asyncio.run(module.device_capabilities()).to_dict() == EXOS_OWN
+
+
+def test_an_unreadable_discovery_file_leaves_exos_own_answer(fake_exo, tmp_path, monkeypatch, capsys):
+    name, digest = fake_exo
+    module = load(name, patches.Finder({name: ({digest: "exo test"}, patches.patch_device_capabilities)}), monkeypatch)
+    (tmp_path / "broken.json").write_text("{")
+    monkeypatch.setattr(sys, "argv", ["exo", "--node-id=a", "--discovery-module=manual",
+                                      "--discovery-config-path=%s" % (tmp_path / "broken.json")])
+    assert asyncio.run(module.device_capabilities()).to_dict() == EXOS_OWN
+    assert "exo describes its device itself: the discovery file cannot be read" in capsys.readouterr().err
+
+
+def test_a_source_the_table_does_not_know_is_left_as_exo_ships_it(fake_exo, topology, monkeypatch, capsys):
+    name, digest = fake_exo
+    finder = patches.Finder({name: ({"0" * 64: "exo e4238f9ef"}, patches.patch_device_capabilities)})
+    module = load(name, finder, monkeypatch)
+    monkeypatch.setattr(sys, "argv", ["exo", "--node-id=h1-gpu1", "--discovery-module=manual",
+                                      "--discovery-config-path=" + topology])
+    assert asyncio.run(module.device_capabilities()).to_dict() == EXOS_OWN
+    assert ("gpufleet.exo: %s (%s, sha256 %s) is not a source this collection knows (exo e4238f9ef): left as exo "
+            "ships it" % (name, module.__file__, digest)) in capsys.readouterr().err
+
+
+def test_other_imports_are_not_the_finders(monkeypatch):
+    finder = patches.Finder()
+    assert finder.find_spec("json") is None and finder.find_spec("exo.main") is None
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    patches.install()
+    patches.install()
+    assert [type(f).__name__ for f in sys.meta_path].count("Finder") == 1 and isinstance(sys.meta_path[0], patches.Finder)
+
+
+def test_the_pth_file_installs_the_finder():
+    with open(os.path.join(REPO, "roles", "node", "files", "gpufleet_exo_patches.pth")) as handle:
+        assert handle.read() == "import gpufleet_exo_patches; gpufleet_exo_patches.install()\n"
