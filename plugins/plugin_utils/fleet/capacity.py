@@ -315,17 +315,41 @@ def host_row(host, facts, plan):
         "instances": [],
     }
     if not excluded:
-        for instance in plan["instances"]:
-            kind = "cpu" if instance["kind"] == "cpu" or facts.get("backend") == "cpu" else "gpu"
-            label = "CPU" if instance["kind"] == "cpu" else "GPU %s%s" % (
-                instance["gpu_index"], " MIG %s" % instance["name"][4:12] if instance["kind"] == "mig" else "")
-            row["instances"].append({
-                "host": host, "node_id": instance["node_id"], "instance": instance["name"], "kind": instance["kind"],
-                "label": label,
-                "chip": instance["capabilities"]["chip"], "memory_mib": int(instance["capabilities"]["memory"]),
-                "dtype_bytes": DTYPE_BYTES[kind],
-            })
+        row["instances"] = [node(host, instance, facts.get("backend") == "cpu") for instance in plan["instances"]]
     return row
+
+
+def node(host, instance, cpu_backend=False):
+    """A node of the ring from an instance the node planner gives (or the role published as exo_node_instances).
+
+    cpu_backend: the host's GPU instances run on the CPU backend all the same (the probe's backend).
+    """
+    kind = "cpu" if instance["kind"] == "cpu" or cpu_backend else "gpu"
+    label = "CPU" if instance["kind"] == "cpu" else "GPU %s%s" % (
+        instance["gpu_index"], " MIG %s" % instance["name"][4:12] if instance["kind"] == "mig" else "")
+    return {"host": host, "node_id": instance["node_id"], "instance": instance["name"], "kind": instance["kind"],
+            "label": label, "chip": instance["capabilities"]["chip"], "memory_mib": int(instance["capabilities"]["memory"]),
+            "dtype_bytes": DTYPE_BYTES[kind]}
+
+
+def ring(model_id, members, headroom=HEADROOM):
+    """Whether a ring of instances holds a model, before anyone asks it for a completion.
+
+    members: {host: the instances the node role published there (exo_node_instances)}. Returns serve()'s
+    verdict with "missing" (what each tight node lacks), or None for a model the table does not size
+    (another engine's, or not a card of exo's): nothing can be said of it.
+    """
+    model = next((m for m in model_sizes() if m["model"] == model_id), None)
+    if model is None:
+        return None
+    nodes = [node(host, instance) for host, instances in sorted(members.items()) for instance in instances or []]
+    verdict = serve(model, nodes, check_headroom(headroom))
+    verdict["missing"] = _missing(verdict, [], None)
+    verdict["summary"] = ["%s: %s, %d MiB needed of %d MiB usable%s" % (
+        s["node_id"], "layers %d-%d" % (s["start_layer"], s["end_layer"]) if s["start_layer"] is not None else "no layer",
+        s["need_mib"], s["usable_mib"], "" if s["fits"] else " (%d MiB short)" % (s["need_mib"] - s["usable_mib"]))
+        for s in verdict["shares"]]
+    return verdict
 
 
 def check_headroom(headroom):
