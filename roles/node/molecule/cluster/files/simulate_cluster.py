@@ -9,7 +9,8 @@ __doc__ = """Simulated hosts for the cluster scenario, written by the default sc
     python3 simulate_cluster.py REPO_ROOT OUTDIR
 
 The same files as simulate.py writes (see its documentation), for this scenario's hosts: one with
-two H100s, the second of which verify.yml pulls out, and one without any GPU or NVIDIA library.
+an H100 and an L4, the second of which verify.yml pulls out, and one without any GPU or NVIDIA
+library. Three unequal instances: exo splits a model's layers by the memory each describes.
 
 For the rolling driver change (verify.yml, last), the GPU host's NVML after the GPU was pulled out,
 as a simulated driver change leaves it (a container cannot load a kernel module: the change swaps
@@ -28,7 +29,7 @@ HOSTS = {
         "gpus": [
             dict(name="NVIDIA H100 80GB HBM3", memory_mib=81559, bus="0000:18:00.0", minor=0, cc=(9, 0),
                  numa=0, cpus="0"),
-            dict(name="NVIDIA H100 80GB HBM3", memory_mib=81559, bus="0000:2a:00.0", minor=1, cc=(9, 0),
+            dict(name="NVIDIA L4", memory_mib=23034, bus="0000:2a:00.0", minor=1, cc=(8, 9),
                  numa=0, cpus="1"),
         ],
         "remove": 1,
