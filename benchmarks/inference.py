@@ -385,17 +385,17 @@ def paths_main(options, venv):
     print()
     print("one core reads %.1f GB/s; %s, prompt %r, --max-generate-tokens %d; ratios against %s" % (
         bandwidth, MODEL, options.prompt, options.max_generate_tokens, samples[0]["path"]))
-    print("%-20s %9s %9s %9s %9s %9s %9s %10s %9s" % ("path", "1st cold", "1st warm", "tok/s", "warm", "ratio",
-                                                       "s/token", "limit s/t", "x limit"))
+    header = ("path", "1st cold", "1st warm", "tok/s", "warm", "ratio", "s/token", "limit s/t", "x limit")
+    print("%-20s" % header[0] + "".join("%10s" % label for label in header[1:]))
     base = samples[0]["warm_tokens_per_s"]
     for sample in samples:
         rate = sample["warm_tokens_per_s"]
         per_token = 1 / rate if rate else None
-        print("%-20s %s %s %s %s %s %s %s %s" % (
-            sample["path"], show(sample["first_token_s"], 1)[1:], show(sample["warm_first_token_s"], 1)[1:],
-            show(sample["tokens_per_s"], 3)[1:], show(rate, 3)[1:], show(rate / base if rate and base else None)[1:],
-            show(per_token)[1:], show(sample["limit_s_per_token"], 3), show(per_token / sample["limit_s_per_token"]
-                                                                        if per_token else None, 1)[1:]))
+        limit = sample["limit_s_per_token"]
+        cells = (show(sample["first_token_s"], 1), show(sample["warm_first_token_s"], 1), show(sample["tokens_per_s"], 3),
+                 show(rate, 3), show(rate / base if rate and base else None), show(per_token), show(limit, 3),
+                 show(per_token / limit if per_token else None, 1))
+        print("%-20s" % sample["path"] + "".join(cells))
 
 
 def main():
