@@ -247,6 +247,8 @@ class Instances(object):
                     stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
 
     def failure(self, what):
+        exits = ["%s exited with %s" % (n, p.poll()) for n, p in zip(self.names, self.processes) if p.poll() is not None]
+        what = "; ".join([what] + exits)
         tails = []
         for log in self.logs:
             with open(log, errors="replace") as handle:
@@ -370,13 +372,19 @@ def paths_main(options, venv):
     work = tempfile.mkdtemp(prefix="inference-paths-")
     try:
         for path in paths:
-            sample = measure_path(venv, stores[path[0]], os.path.join(work, "%s-%s-%d" % path), path, options)
+            try:
+                sample = measure_path(venv, stores[path[0]], os.path.join(work, "%s-%s-%d" % path), path, options)
+            except RuntimeError as problem:
+                # A path that cannot serve is a result too: the table says so and the others still run.
+                sample = dict(path="%s %s BEAM=%d" % path, error=str(problem).splitlines()[0])
+                print("%-20s failed: %s" % (sample["path"], sample["error"]), flush=True)
+            else:
+                print("%-20s first token %6.1f s cold, %6.1f s warm; %s tokens/s cold, %s warm; peak %.1f GB; %r" % (
+                    sample["path"], sample["first_token_s"] or 0, sample["warm_first_token_s"] or 0,
+                    show(sample["tokens_per_s"], 3).strip(), show(sample["warm_tokens_per_s"], 3).strip(),
+                    sample["peak_rss_gb"], sample["text"]), flush=True)
             sample["limit_s_per_token"] = token_limit_s(weights[path[0]], path[0], path[1], bandwidth)
             samples.append(sample)
-            print("%-20s first token %6.1f s cold, %6.1f s warm; %s tokens/s cold, %s warm; peak %.1f GB; %r" % (
-                sample["path"], sample["first_token_s"] or 0, sample["warm_first_token_s"] or 0,
-                show(sample["tokens_per_s"], 3).strip(), show(sample["warm_tokens_per_s"], 3).strip(),
-                sample["peak_rss_gb"], sample["text"]), flush=True)
             if options.json:
                 with open(options.json, "w") as handle:
                     json.dump(dict(options=vars(options), bandwidth_gbs=bandwidth, samples=samples), handle, indent=1)
@@ -387,8 +395,11 @@ def paths_main(options, venv):
         bandwidth, MODEL, options.prompt, options.max_generate_tokens, samples[0]["path"]))
     header = ("path", "1st cold", "1st warm", "tok/s", "warm", "ratio", "s/token", "limit s/t", "x limit")
     print("%-20s" % header[0] + "".join("%10s" % label for label in header[1:]))
-    base = samples[0]["warm_tokens_per_s"]
+    base = samples[0].get("warm_tokens_per_s")
     for sample in samples:
+        if "error" in sample:
+            print("%-20s failed: %s" % (sample["path"], sample["error"]))
+            continue
         rate = sample["warm_tokens_per_s"]
         per_token = 1 / rate if rate else None
         limit = sample["limit_s_per_token"]
