@@ -16,7 +16,7 @@ import json
 import os
 import re
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements, wheelhouse as wheel_record
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 
@@ -91,6 +91,15 @@ def wheelhouse_errors(settings, verify=False):
                       "the sha256 its requirements.txt records: give exo_node_source path and, as "
                       "exo_node_source_path, exo's wheel in the wheelhouse (scripts/exo-wheelhouse.py writes both into "
                       "exo-wheelhouse.yml)" % given)
+    # pip would stop on them only after exo is in, with a message about hashes.
+    held = set(key[0] for key in map(wheel_record.wheel_key, wheel_record.wheels(wheelhouse)) if key)
+    lacking = [r for r in settings["exo_node_add_requirements"]
+               if wheel_record.normalize(exo_requirements.requirement_name(r) or "") not in held]
+    if lacking:
+        errors.append("exo_node_add_requirements names %s, which exo_node_wheelhouse %s lacks: build the wheelhouse "
+                      "again with scripts/exo-wheelhouse.py (it adds them), or set exo_node_add_requirements to what "
+                      "the hosts need (an exo that never runs tinygrad's CPU backend on BF16 weights needs none: [])"
+                      % (", ".join(lacking), json.dumps(wheelhouse)))
     return errors
 
 

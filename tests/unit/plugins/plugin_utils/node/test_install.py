@@ -98,6 +98,7 @@ def wheelhouse_settings(directory):
     """The variables scripts/exo-wheelhouse.py writes for a wheelhouse in directory, with its record."""
     (directory / "exo-0.0.1-py3-none-any.whl").write_bytes(b"exo")
     (directory / "numpy-2.0.0-cp311-cp311-manylinux_2_17_x86_64.whl").write_bytes(b"numpy")
+    (directory / "llvmlite-0.44.0-cp311-cp311-manylinux_2_17_x86_64.whl").write_bytes(b"llvmlite")
     (directory / wheel_record.RECORD).write_text(wheel_record.record_text(str(directory)))
     return settings(exo_node_source="path", exo_node_source_path=str(directory / "exo-0.0.1-py3-none-any.whl"),
                     exo_node_wheelhouse=str(directory))
@@ -141,6 +142,17 @@ def test_a_wheel_added_after_the_build_is_refused_by_every_check(tmp_path):
     errors = install(given)["errors"]
     assert errors == ['exo_node_wheelhouse "%s" six-1.16.0-py2.py3-none-any.whl is not in its requirements.txt: it was '
                       'added after the wheelhouse was built; remove it, or %s' % (tmp_path, wheel_record.REBUILD)]
+
+
+def test_a_wheelhouse_without_an_added_requirement_is_refused_before_pip_runs(tmp_path):
+    given = wheelhouse_settings(tmp_path)
+    os.remove(str(tmp_path / "llvmlite-0.44.0-cp311-cp311-manylinux_2_17_x86_64.whl"))
+    (tmp_path / wheel_record.RECORD).write_text(wheel_record.record_text(str(tmp_path)))
+    assert install(given)["errors"] == [
+        'exo_node_add_requirements names llvmlite==0.44.0, which exo_node_wheelhouse "%s" lacks: build the wheelhouse '
+        "again with scripts/exo-wheelhouse.py (it adds them), or set exo_node_add_requirements to what the hosts need "
+        "(an exo that never runs tinygrad's CPU backend on BF16 weights needs none: [])" % tmp_path]
+    assert install(dict(given, exo_node_add_requirements=[]))["errors"] == []
 
 
 @pytest.mark.parametrize("source", [
