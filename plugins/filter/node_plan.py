@@ -3,14 +3,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node role's planner as filters: node_settings (the role's variables checked), node_plan (one
 host's instances), node_cluster (the cluster), node_firewall (who may reach the instances),
-node_proxy (the authenticated front of their API), node_models (the models placed), node_outcome
+node_proxy (the authenticated front of their API), node_files (the directories, templates and
+removals of the configure step), node_models (the models placed), node_outcome
 (what a run found: missing device nodes, exposure figures, the instances to restart), node_python
 (the Python that makes exo's virtualenv on the host's platform) and node_install (how exo gets into
 that virtualenv)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install, models, outcome, plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import files, install, models, outcome, plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import cluster, cluster_names
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.proxy import proxy
@@ -45,6 +46,10 @@ def node_proxy(instances, port, tokens, address, certificate="", key="", origins
     return proxy(instances, port, tokens, address, certificate=certificate, key=key, origins=origins or [])
 
 
+def node_files(instances, removed, user, group, data_dir, config_dir, paths, firewall, discovery):
+    return files.layout(instances, removed, user, group, data_dir, config_dir, paths, firewall, discovery)
+
+
 def node_models(settings, instances, host, store=None, placed=None, df=None):
     values, errors = models.model_settings(settings)
     if errors:
@@ -53,10 +58,10 @@ def node_models(settings, instances, host, store=None, placed=None, df=None):
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
-                 all_changed=False, started=None, mtimes=None, unit=None):
+                 all_changed=False, started=None, mtimes=None, unit=None, templates=None):
     return outcome.findings(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
                             security=security, changed=changed, all_changed=all_changed, started=started,
-                            mtimes=mtimes, unit=unit)
+                            mtimes=mtimes, unit=unit, templates=templates)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):
@@ -78,5 +83,6 @@ def node_settings(settings, host):
 class FilterModule(object):
     def filters(self):
         return {"node_plan": node_plan, "node_cluster": node_cluster, "node_firewall": node_firewall,
-                "node_proxy": node_proxy, "node_models": node_models, "node_outcome": node_outcome,
+                "node_proxy": node_proxy, "node_files": node_files, "node_models": node_models,
+                "node_outcome": node_outcome,
                 "node_python": node_python, "node_install": node_install, "node_settings": node_settings}

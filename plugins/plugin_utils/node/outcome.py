@@ -11,11 +11,18 @@ import re
 EXPOSURE_RE = re.compile(r"Overall exposure level for \S+: ([0-9.]+)")
 # exo@.service, the source marker, the instance's env file and drop-in: what its process was started from.
 STARTED_RE = re.compile(r"^@([0-9]+)$")
+# What systemd reads of the files node_files lists: a change to one needs a daemon reload.
+UNIT_FILES = ("unit", "dropin", "firewall_unit")
 
 
 def _results(registered):
     """The per-item results of a registered loop (or of a skipped one: none)."""
     return (registered or {}).get("results") or []
+
+
+def _item(result):
+    """The loop item of one result, whatever the loop's loop_var."""
+    return result.get(result.get("ansible_loop_var") or "item") or {}
 
 
 def missing_devices(stats):
@@ -52,26 +59,40 @@ def exposures(security):
     return figures
 
 
+def written(templates):
+    """{what: changed} of the registered template loop over node_files' templates, and "reload": whether
+    systemd must read its units again."""
+    changed = dict((what, False) for what in ("unit", "env", "dropin", "topology", "firewall", "firewall_unit"))
+    for result in _results(templates):
+        if result.get("changed") and _item(result).get("what") in changed:
+            changed[_item(result)["what"]] = True
+    changed["reload"] = any(changed[what] for what in UNIT_FILES)
+    return changed
+
+
 def restarts(instances, existing, changed, all_changed=False, started=None, mtimes=None):
     """The instances to restart, in the plan's order.
 
-    changed: the registered env file, drop-in and model link loops (a list of them); all_changed: the unit or exo
-    itself changed. An instance new in this run is started, not restarted. Besides, an instance
+    changed: the registered loops that wrote the instances' files (a list of them); each item names
+    the instances its change restarts ("instances", else its own "name"); all_changed: exo itself
+    changed. An instance new in this run is started, not restarted. Besides, an instance
     still running with settings older than its files (a run that stopped before its handlers) is
-    restarted: started and mtimes are the registered loops of `systemctl show` (ActiveEnterTimestamp
-    as @seconds) and of the files' modification times.
+    restarted: started and mtimes are registered loops over the instances, the first line of
+    started's output the ActiveEnterTimestamp of `systemctl show` (@seconds), and mtimes' lines of
+    digits the files' modification times (one loop may give both).
     """
     names = [i["name"] for i in instances]
     if all_changed:
         touched = set(names)
     else:
-        # An env file or drop-in names its instance; a model link lists the instances that read it.
+        # A file names the instances that read it (a model link, node_files' templates), else it is an
+        # instance's own.
         touched = set(name for loop in changed or [] for r in _results(loop) if r.get("changed")
-                      for name in r["item"].get("instances") or [r["item"]["name"]])
+                      for name in _item(r).get("instances", [_item(r).get("name")]))
     wanted = set(name for name in touched if name in existing)
     times = dict((r["item"]["name"], r.get("stdout_lines") or []) for r in _results(mtimes))
     for result in _results(started):
-        match = STARTED_RE.match(result.get("stdout") or "")
+        match = STARTED_RE.match(((result.get("stdout") or "").splitlines() or [""])[0])
         name = result["item"]["name"]
         stamps = [int(line) for line in times.get(name, []) if line.strip().isdigit()]
         if match and stamps and max(stamps) > int(match.group(1)):
@@ -80,10 +101,11 @@ def restarts(instances, existing, changed, all_changed=False, started=None, mtim
 
 
 def findings(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
-             all_changed=False, started=None, mtimes=None, unit=None):
+             all_changed=False, started=None, mtimes=None, unit=None, templates=None):
     """What the configure step found, from what its tasks registered (each argument may be left out).
 
     unit: the registered template unit; its change, as all_changed, restarts every instance that ran.
+    templates: the registered template loop over node_files' templates, for "written".
     """
     all_changed = all_changed or bool((unit or {}).get("changed"))
     missing = missing_devices(device_stats)
@@ -93,5 +115,6 @@ def findings(instances, host, existing=(), device_stats=None, modprobe=None, sec
         "modprobe_needed": any(path.startswith("/dev/nvidia-uvm") for path in missing),
         "devices_note": devices_note(host, missing, modprobe),
         "exposure": exposures(security),
+        "written": written(templates),
         "restart": restarts(instances, existing, changed, all_changed=all_changed, started=started, mtimes=mtimes),
     }

@@ -7,9 +7,13 @@ of the simulated hosts two and four."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import outcome
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import files, outcome
 from tests.helpers import plan_node_ok as ok
 from tests.simulated.hosts import uuid
+
+
+PATHS = {"units": "/etc/systemd/system", "instances": "/etc/exo/instances", "topology": "/etc/exo/topology.json",
+         "firewall": "/etc/exo/firewall.nft", "firewall_unit": "exo-firewall.service"}
 
 
 # The registered results below have the shape Ansible gives a loop over the plan's instances.
@@ -26,6 +30,35 @@ def test_only_changed_instances_that_ran_before_restart(probed):
     before = [uuid(1), uuid(2)]  # GPU 3's instance is new: started, not restarted
     assert outcome.restarts(instances, before, [envs, dropins]) == [uuid(1), uuid(2)]
     assert outcome.restarts(instances, before, [loop(instances), loop(instances)]) == []
+
+
+def test_the_templates_of_node_files_restart_the_instances_they_name_and_say_what_changed(probed):
+    instances = ok(probed["four"])["instances"]
+    names = [i["name"] for i in instances]
+    layout = files.layout(instances, [], "exo", "exo", "/var/lib/exo", "/etc/exo", PATHS, True, "manual")
+
+    def written(*changed):
+        return {"results": [{"__file": t, "ansible_loop_var": "__file", "changed": t["dest"] in changed}
+                            for t in layout["templates"]]}
+    before = names[:3]
+    dropin = "/etc/systemd/system/exo@%s.service.d/10-gpufleet.conf" % names[1]
+    assert outcome.restarts(instances, before, [written(dropin, "/etc/exo/topology.json")]) == [names[1]]
+    assert outcome.written(written(dropin))["reload"] and not outcome.written(written(dropin))["env"]
+    # The template unit restarts every instance that ran before; the firewall's table none.
+    assert outcome.restarts(instances, before, [written("/etc/systemd/system/exo@.service")]) == before
+    assert outcome.restarts(instances, before, [written("/etc/exo/firewall.nft")]) == []
+    table = outcome.written(written("/etc/exo/firewall.nft"))
+    assert table["firewall"] and not table["reload"]
+    assert outcome.written({"skipped": True})["unit"] is False
+
+
+def test_one_command_gives_the_start_and_the_files_modification_times(probed):
+    instances = ok(probed["two"])["instances"]
+    times = loop(instances, **{uuid(0): {"stdout": "@1700000100\n1700000000\n1700000200",
+                                         "stdout_lines": ["@1700000100", "1700000000", "1700000200"]},
+                               uuid(1): {"stdout": "@1700000100\n1700000000",
+                                         "stdout_lines": ["@1700000100", "1700000000"]}})
+    assert outcome.restarts(instances, [], [], started=times, mtimes=times) == [uuid(0)]
 
 
 def test_a_new_model_link_restarts_the_instances_that_read_it(probed):
@@ -82,4 +115,6 @@ def test_missing_device_nodes_and_what_nvidia_modprobe_said(probed):
     assert "missing; DeviceAllow=" in skipped["devices_note"]
     stats["results"][1:] = []
     assert outcome.findings([], "h", device_stats=stats) == {
-        "missing_devices": [], "modprobe_needed": False, "devices_note": None, "exposure": {}, "restart": []}
+        "missing_devices": [], "modprobe_needed": False, "devices_note": None, "exposure": {}, "restart": [],
+        "written": {"unit": False, "env": False, "dropin": False, "topology": False, "firewall": False,
+                    "firewall_unit": False, "reload": False}}

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The directories, templates and removals of the node role's configure step
+(plugins/plugin_utils/node/files.py), over the instances the planner gives the simulated host two."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import files
+from tests.helpers import plan_node_ok as ok
+
+PATHS = {"units": "/etc/systemd/system", "instances": "/etc/exo/instances", "topology": "/etc/exo/topology.json",
+         "firewall": "/etc/exo/firewall.nft", "firewall_unit": "exo-firewall.service"}
+
+
+def layout(instances, removed=(), firewall=True, discovery="manual"):
+    return files.layout(instances, list(removed), "exo", "exo-grp", "/var/lib/exo", "/etc/exo", PATHS, firewall,
+                        discovery)
+
+
+def test_the_directories_each_once_with_their_owners(probed):
+    instances = ok(probed["two"])["instances"]
+    dirs = layout(instances)["dirs"]
+    paths = [d["path"] for d in dirs]
+    assert len(paths) == len(set(paths))
+    assert dirs[:3] == [{"path": "/etc/exo", "owner": "root", "group": "exo-grp", "mode": "0750"},
+                        {"path": "/etc/exo/instances", "owner": "root", "group": "exo-grp", "mode": "0750"},
+                        {"path": "/var/lib/exo", "owner": "exo", "group": "exo-grp", "mode": "0750"}]
+    for i in instances:
+        assert {"path": i["home"], "owner": "exo", "group": "exo-grp", "mode": "0750"} in dirs
+        assert {"path": i["env"]["TMPDIR"], "owner": "exo", "group": "exo-grp", "mode": "0750"} in dirs
+        assert {"path": "/etc/systemd/system/exo@%s.service.d" % i["name"], "owner": "root", "group": "root",
+                "mode": "0755"} in dirs
+
+
+def test_the_templates_in_the_order_they_are_written(probed):
+    instances = ok(probed["two"])["instances"]
+    names = [i["name"] for i in instances]
+    templates = layout(instances)["templates"]
+    assert [t["what"] for t in templates] == ["unit", "env", "env", "dropin", "dropin", "topology", "firewall",
+                                              "firewall_unit"]
+    assert templates[0]["instances"] == names and templates[1]["instance"] == instances[0]
+    assert templates[1]["dest"] == "/etc/exo/instances/%s.env" % names[0] and templates[1]["mode"] == "0640"
+    assert templates[6]["validate"] == "nft -c -f %s" and templates[6]["mode"] == "0600"
+    assert [t for t in templates if "validate" in t] == [templates[6]]
+    assert templates[5]["group"] == "exo-grp" and templates[5]["instances"] == []
+
+
+def test_what_the_settings_turned_off_and_the_removed_instances_are_removed(probed):
+    instances = ok(probed["two"])["instances"]
+    assert layout(instances)["absent"] == []
+    off = layout(instances, removed=["GPU-x"], firewall=False, discovery="udp")
+    assert [t["what"] for t in off["templates"]] == ["unit", "env", "env", "dropin", "dropin"]
+    assert off["absent"] == ["/etc/exo/topology.json", "/etc/exo/firewall.nft",
+                             "/etc/systemd/system/exo-firewall.service", "/etc/systemd/system/exo@GPU-x.service.d",
+                             "/etc/exo/instances/GPU-x.env"]
