@@ -37,7 +37,8 @@ GB = 1e9
 
 
 # The variables the placement reads; the role checks all of them in its preflight.
-SETTINGS = ("exo_node_models", "exo_node_model_source", "exo_node_model_store", "exo_node_data_dir")
+SETTINGS = ("exo_node_models", "exo_node_model_source", "exo_node_model_store", "exo_node_data_dir", "exo_node_user",
+            "exo_node_group")
 
 
 def model_settings(raw):
@@ -79,14 +80,14 @@ def _free_bytes(df):
 
 def placement(host, settings, instances, store=None, placed=None, df=None):
     """What the role does for exo_node_models on host: {"errors", "repos", "copies", "remote_src",
-    "store_dirs", "dirs", "links", "seeds", "copy_bytes", "summary"}.
+    "store_dirs", "dirs", "directories", "links", "seeds", "copy_bytes", "summary"}.
 
     store: the looped find over the repositories in exo_node_model_store (on the controller or the
     host); placed: the same over exo_node_data_dir/models on the host;
     df: `df --output=avail -B1 exo_node_data_dir`. Each is None until its task has run.
     """
     result = {"errors": [], "repos": repositories(settings), "copies": [], "remote_src": False, "store_dirs": [],
-              "dirs": [], "links": [], "seeds": [], "copy_bytes": 0, "summary": []}
+              "dirs": [], "directories": [], "links": [], "seeds": [], "copy_bytes": 0, "summary": []}
     source = settings["exo_node_model_source"]
     if not result["repos"] or source == "mirror" or store is None:
         if result["repos"] and source == "mirror":
@@ -142,6 +143,11 @@ def placement(host, settings, instances, store=None, placed=None, df=None):
                                 % (host, result["copy_bytes"] / GB, settings["exo_node_data_dir"], free / GB))
     result["store_dirs"] = sorted(set(result["store_dirs"]))
     result["dirs"] = sorted(set(result["dirs"]))
+    # Both with their owners, for one task: the host's copy is root's, each instance's own the service user's.
+    user, group = settings["exo_node_user"], settings["exo_node_group"]
+    result["directories"] = ([{"path": path, "owner": "root", "group": group, "mode": "0750"}
+                              for path in result["store_dirs"]]
+                             + [{"path": path, "owner": user, "group": group, "mode": "0750"} for path in result["dirs"]])
     return result
 
 

@@ -37,7 +37,8 @@ def find(root, repos, files=None):
 
 def settings(**changes):
     values = {"exo_node_models": ["llama-3.2-1b"], "exo_node_model_source": "controller",
-              "exo_node_model_store": "/store", "exo_node_data_dir": "/var/lib/exo"}
+              "exo_node_model_store": "/store", "exo_node_data_dir": "/var/lib/exo", "exo_node_user": "exo",
+              "exo_node_group": "exo"}
     values.update(changes)
     return values
 
@@ -58,6 +59,10 @@ def test_a_controller_store_is_copied_once_and_linked_into_every_instance(tmp_pa
     assert [c["dest"] for c in placement["copies"]] == [kept + "/" + p for p in sorted(FILES)]
     assert placement["copy_bytes"] == sum(FILES.values())
     assert placement["store_dirs"] == [kept, kept + "/sub"]
+    assert placement["directories"][:2] == [{"path": kept, "owner": "root", "group": "exo", "mode": "0750"},
+                                            {"path": kept + "/sub", "owner": "root", "group": "exo", "mode": "0750"}]
+    assert [d["path"] for d in placement["directories"][2:]] == placement["dirs"]
+    assert set(d["owner"] for d in placement["directories"][2:]) == {"exo"}
     # each instance: its downloads link to the host's copy, and exo's two answers are in its TMPDIR
     home = instances[-1]["home"]
     assert {"src": kept + "/model.safetensors", "dest": home + "/downloads/unsloth--Llama-3.2-1B-Instruct/model.safetensors",
