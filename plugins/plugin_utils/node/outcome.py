@@ -101,13 +101,12 @@ def restarts(instances, existing, changed, all_changed=False, started=None, mtim
 
 
 def findings(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
-             all_changed=False, started=None, mtimes=None, unit=None, templates=None):
+             all_changed=False, started=None, mtimes=None, templates=None):
     """What the configure step found, from what its tasks registered (each argument may be left out).
 
-    unit: the registered template unit; its change, as all_changed, restarts every instance that ran.
-    templates: the registered template loop over node_files' templates, for "written".
+    templates: the registered template loop over node_files' templates, for "written". The template
+    unit's entry there names every instance, so its change restarts every instance that ran.
     """
-    all_changed = all_changed or bool((unit or {}).get("changed"))
     missing = missing_devices(device_stats)
     return {
         "missing_devices": missing,

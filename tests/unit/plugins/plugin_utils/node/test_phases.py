@@ -145,7 +145,8 @@ INSTANCES = [{"name": "GPU-1", "kind": "gpu"}, {"name": "GPU-2", "kind": "gpu"},
 EXISTING = ["GPU-1", "GPU-2"]
 UNCHANGED = [{"results": [{"item": i, "changed": False} for i in INSTANCES]}]
 
-# name: (unit: the registered template unit, all_changed: exo itself changed, instances restarted)
+# name: (unit: its result in the registered template loop over node_files' templates, all_changed: exo
+# itself changed, instances restarted)
 RESTARTS = {
     "the unit changed": ({"changed": True}, False, EXISTING),
     "the unit as it was": ({"changed": False}, False, []),
@@ -158,6 +159,9 @@ RESTARTS = {
 @pytest.mark.parametrize("name", sorted(RESTARTS))
 def test_a_changed_unit_restarts_every_instance_that_ran(name):
     unit, all_changed, restart = RESTARTS[name]
-    found = FILTERS["node_outcome"](INSTANCES, "h", existing=EXISTING, changed=UNCHANGED, unit=unit,
+    # The unit's entry names every instance, as node_files gives it.
+    written = {"results": [dict(unit, item={"what": "unit", "instances": [i["name"] for i in INSTANCES]})]
+               if unit else []}
+    found = FILTERS["node_outcome"](INSTANCES, "h", existing=EXISTING, changed=UNCHANGED + [written],
                                     all_changed=all_changed)
     assert found["restart"] == restart
