@@ -6,7 +6,7 @@
 The instances' API is confined to the host and the operator's clients (the node role's firewall),
 so these modules run on the host and talk to 127.0.0.1. exo e4238f9ef's routes: GET /v1/topology
 ({"nodes": {node_id: capabilities}, "peer_graph", "active_node_id"}) and POST /v1/chat/completions
-with "stream": true (server-sent events, "data: {chunk}" lines ending with "data: [DONE]").
+with "stream": true (server-sent events, "data: {chunk}" lines, the last with its finish_reason).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -78,6 +78,9 @@ def chat(port, model, prompt, temperature, timeout, clock=time.monotonic):
             if not line.startswith("data:") or line == "data: [DONE]":
                 continue
             chunk = json.loads(line[len("data:"):])
+            if "error" in chunk:  # the node role's patch of exo ends an answer whose ring broke so
+                raise ApiError("exo ended the answer from port %d after %d chunks: %s"
+                               % (port, len(result["chunks"]), (chunk["error"] or {}).get("message")))
             result["id"] = result["id"] or chunk.get("id")
             for choice in chunk.get("choices") or []:
                 text = (choice.get("delta") or {}).get("content")
@@ -87,6 +90,9 @@ def chat(port, model, prompt, temperature, timeout, clock=time.monotonic):
                 result["finish_reason"] = choice.get("finish_reason") or result["finish_reason"]
     except (IOError, ValueError) as problem:
         raise ApiError("the stream from port %d broke after %d chunks: %s" % (port, len(result["chunks"]), problem))
+    if result["finish_reason"] is None:  # exo's last chunk has one: the instance went away mid-answer
+        raise ApiError("the stream from port %d ended after %d chunks without a finish reason"
+                       % (port, len(result["chunks"])))
     end = clock()
     result["text"] = "".join(result["chunks"])
     result["total_s"] = round(end - started, 2)

@@ -17,9 +17,12 @@ docs/node.md, "exo's view of its device", says what each patch changes and why.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import asyncio
+import contextvars
 import hashlib
 import json
 import sys
+import weakref
 
 PREFIX = "gpufleet.exo: "
 
@@ -74,11 +77,138 @@ def patch_device_capabilities(module):
     module.device_capabilities = device_capabilities
 
 
+class RingWatch(object):
+    """A node's requests in flight at its API, ended with a reason when the ring they need breaks.
+
+    exo keeps a request open until its API's timeout (900 s by default) when a member of the ring
+    leaves mid-answer: the member's layers never answer and nothing tells the request. Each request
+    gets a waiter here; a member that leaves the ring (gone from the node's peers, or its connection
+    dropped since the last look: a restart keeps its id) sets every waiter, and a request whose next
+    step could not be sent sets its own.
+    """
+
+    def __init__(self):
+        self.waiters = set()
+        self.requests = {}  # exo's request id -> the waiter of the API request that started it
+        self.connected = set()  # the peers connected at the last look
+
+    def end(self, reason, request_id=None):
+        waiters = [self.requests.get(request_id)] if request_id is not None else list(self.waiters)
+        for waiter in waiters:
+            if waiter is not None and not waiter.done():
+                waiter.set_result(reason)
+
+    def forget(self, waiter):
+        self.waiters.discard(waiter)
+        for request_id in [r for r, w in self.requests.items() if w is waiter]:
+            del self.requests[request_id]
+
+
+WATCHES = weakref.WeakKeyDictionary()
+# The waiter of the API request whose task runs (exo starts a request's first step from it).
+WAITER = contextvars.ContextVar("gpufleet_exo_waiter", default=None)
+
+
+def ring_watch(node):
+    return WATCHES.setdefault(node, RingWatch())
+
+
+def patch_node(module):
+    """Node: tell the ring watch when a member leaves, which request started here, and which could not go on."""
+    node_class = module.Node
+    exos_update_peers, exos_process_prompt = node_class.update_peers, node_class.process_prompt
+
+    async def update_peers(self, wait_for_peers=0):
+        watch = ring_watch(self)
+        before = set(peer.id() for peer in self.peers)
+        dropped = set([peer.id() for peer in self.peers if peer.id() in watch.connected and not await peer.is_connected()])
+        changed = await exos_update_peers(self, wait_for_peers)
+        watch.connected = set([peer.id() for peer in self.peers if await peer.is_connected()])
+        left = sorted((before - set(peer.id() for peer in self.peers)) | dropped)
+        if left:
+            watch.end("ring member %s left the ring" % ", ".join(left))
+        return changed
+
+    async def process_prompt(self, base_shard, prompt, request_id=None, *args, **kwargs):
+        waiter = WAITER.get()
+        if waiter is not None and request_id is not None:
+            ring_watch(self).requests[request_id] = waiter
+        return await exos_process_prompt(self, base_shard, prompt, request_id, *args, **kwargs)
+
+    def forwarding(exos_forward):
+        async def forward(self, base_shard, data, request_id, target_index, *args, **kwargs):
+            try:
+                return await exos_forward(self, base_shard, data, request_id, target_index, *args, **kwargs)
+            except Exception as problem:
+                ring_watch(self).end("the request's next step, to ring member %s, failed: %s"
+                                     % (member(self, target_index), failure(problem)), request_id)
+                raise
+        return forward
+
+    node_class.update_peers, node_class.process_prompt = update_peers, process_prompt
+    node_class.forward_prompt = forwarding(node_class.forward_prompt)
+    node_class.forward_tensor = forwarding(node_class.forward_tensor)
+
+
+def failure(problem):
+    """A gRPC error's code and details (its text is a page of debugging output), else the error as it reads."""
+    try:
+        return "%s, %s" % (problem.code().name, problem.details())
+    except Exception:  # not a gRPC error
+        return str(problem) or type(problem).__name__
+
+
+def member(node, target_index):
+    """The node id of the ring's partition target_index, as exo's forward_* find it, or its index."""
+    try:
+        return node.partitioning_strategy.partition(node.topology)[target_index].node_id
+    except Exception:  # the ring changed under the request: its index is what is left to say
+        return "#%s" % target_index
+
+
+def patch_chatgpt_api(module):
+    """ChatGPTAPI: a chat completion whose ring breaks ends at once, with the reason, instead of at the API's timeout."""
+    api_class, web = module.ChatGPTAPI, module.web
+    exos_handler = api_class.handle_post_chat_completions
+
+    async def handle_post_chat_completions(self, request):
+        watch = ring_watch(self.node)
+        waiter = asyncio.get_running_loop().create_future()
+        watch.waiters.add(waiter)
+        token = WAITER.set(waiter)
+        try:
+            answer = asyncio.ensure_future(exos_handler(self, request))
+        finally:
+            WAITER.reset(token)
+        try:
+            await asyncio.wait([answer, waiter], return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the client left, or exo's own timeout
+            answer.cancel()
+            raise
+        finally:
+            watch.forget(waiter)
+        if answer.done():
+            return answer.result()
+        answer.cancel()
+        detail = "the request ended: %s; retry once the ring has formed again" % waiter.result()
+        say(detail)
+        if request.writer is not None and request.writer.output_size > 0:
+            # A streamed answer has begun: its last event says why, and the stream ends.
+            await request.writer.write(("data: %s\n\n" % json.dumps({"error": {"message": detail, "type": "ring_broken"}})).encode())
+            await request.writer.write_eof()
+            raise ConnectionResetError(detail)
+        return web.json_response({"detail": detail}, status=503)
+
+    api_class.handle_post_chat_completions = handle_post_chat_completions
+
+
 # module -> ({sha256 of a source the patch was written against: the exo release it comes from}, patch)
 PATCHES = {
     "exo.topology.device_capabilities": (
         {"d0498756e39b7f132a127eb7561394c20086ec229a1430a733520fe38b8c4d73": "exo e4238f9ef"},
         patch_device_capabilities),
+    "exo.orchestration.node": ({"c94cf0d1b31b654789398ca2d6e3a976bbe8c62792c9b3b3c1083a8db48f5b25": "exo e4238f9ef"}, patch_node),
+    "exo.api.chatgpt_api": ({"ac7416fe37f509fbedddab63f2e7bea828e6ab372bd9e1e29fb98f0dd5332b8e": "exo e4238f9ef"}, patch_chatgpt_api),
 }
 
 

@@ -136,3 +136,172 @@ def test_other_imports_are_not_the_finders(monkeypatch):
 def test_the_pth_file_installs_the_finder():
     with open(os.path.join(REPO, "roles", "node", "files", "gpufleet_exo_patches.pth")) as handle:
         assert handle.read() == "import gpufleet_exo_patches; gpufleet_exo_patches.install()\n"
+
+
+# The shapes of exo's Node and ChatGPTAPI that the ring watch wraps: peers with ids and connections, a request
+# started from the API's handler, and its next step forwarded to another member.
+class Peer(object):
+    def __init__(self, name):
+        self.name, self.up = name, True
+
+    def id(self):
+        return self.name
+
+    async def is_connected(self):
+        return self.up
+
+
+class Node(object):
+    def __init__(self, *names):
+        self.peers, self.discovered = [Peer(n) for n in names], None
+
+    async def update_peers(self, wait_for_peers=0):
+        if self.discovered is not None:
+            self.peers = [p for p in self.peers if p.id() in self.discovered]
+        return False
+
+    async def process_prompt(self, base_shard, prompt, request_id=None, inference_state={}):
+        self.started = (request_id, inference_state)
+
+    async def forward_prompt(self, base_shard, prompt, request_id, target_index, inference_state=None):
+        return None
+
+    async def forward_tensor(self, base_shard, tensor, request_id, target_index, inference_state=None):
+        raise OSError("UNAVAILABLE")
+
+
+class Writer(object):
+    def __init__(self, output_size):
+        self.output_size, self.written, self.eof = output_size, b"", False
+
+    async def write(self, data):
+        self.written += data
+
+    async def write_eof(self):
+        self.eof = True
+
+
+class Request(object):
+    def __init__(self, request_id, streamed=False):
+        self.request_id, self.writer = request_id, Writer(120 if streamed else 0)
+
+
+class Api(object):
+    def __init__(self, node):
+        self.node = node
+
+    async def handle_post_chat_completions(self, request):
+        # exo's handler: the request's first step, then its tokens, which never come when the ring broke.
+        await self.node.process_prompt("shard", "prompt", request_id=request.request_id)
+        await asyncio.sleep(3600)
+
+
+class Web(object):
+    @staticmethod
+    def json_response(body, status):
+        return status, body
+
+
+@pytest.fixture
+def exo(monkeypatch):
+    """Node and Api patched as the finder patches exo's modules."""
+    node_module = type(sys)("fake_node")
+    node_module.Node = type("Node", (Node,), {})
+    api_module = type(sys)("fake_api")
+    api_module.ChatGPTAPI, api_module.web = type("Api", (Api,), {}), Web
+    patches.patch_node(node_module)
+    patches.patch_chatgpt_api(api_module)
+    return node_module.Node, api_module.ChatGPTAPI
+
+
+def ring(exo, change, *requests):
+    """Requests in flight at a's API, then change(node) and a look at the peers, as exo's loop takes every 2 s."""
+    node_class, api_class = exo
+
+    async def scenario():
+        node = node_class("b", "c")
+        await node.update_peers()
+        api = api_class(node)
+        answers = [asyncio.ensure_future(api.handle_post_chat_completions(r)) for r in requests]
+        await asyncio.sleep(0.01)  # each handler and the request it started have run
+        await change(node)
+        await node.update_peers()
+        done, pending = await asyncio.wait(answers, timeout=1)
+        for answer in pending:
+            answer.cancel()
+        return [a.exception() or a.result() if a in done else "still waiting" for a in answers], node
+
+    return asyncio.run(scenario())
+
+
+async def leave(node):
+    node.discovered = ["c"]
+
+
+async def restart(node):
+    node.peers[0].up = False
+
+
+async def nothing(node):
+    pass
+
+
+@pytest.mark.parametrize("change, expected", [
+    (leave, (503, {"detail": "the request ended: ring member b left the ring; retry once the ring has formed again"})),
+    # Restarted between two looks it keeps its id and its place: its dropped connection tells.
+    (restart, (503, {"detail": "the request ended: ring member b left the ring; retry once the ring has formed again"})),
+    (nothing, "still waiting"),
+])
+def test_a_request_ends_when_a_member_leaves_the_ring(exo, change, expected, capsys):
+    answers, node = ring(exo, change, Request("r1"), Request("r2"))
+    assert answers == [expected, expected]
+    assert node.started == ("r2", {}), "exo's defaults reach it"
+    assert ("gpufleet.exo: the request ended: ring member b left" in capsys.readouterr().err) == (change is not nothing)
+
+
+def test_a_streamed_answer_ends_with_an_event_that_says_why(exo):
+    request = Request("r1", streamed=True)
+    answers, dummy = ring(exo, leave, request)
+    assert isinstance(answers[0], ConnectionResetError)
+    event = json.loads(request.writer.written.decode()[len("data: "):])
+    assert event == {"error": {"type": "ring_broken", "message": "the request ended: ring member b left the ring; "
+                                                                   "retry once the ring has formed again"}}
+    assert request.writer.written.endswith(b"\n\n") and request.writer.eof
+
+
+def test_a_step_that_cannot_be_sent_ends_its_own_request_only(exo):
+    node_class, api_class = exo
+
+    async def scenario():
+        node = node_class("b")
+        node.partitioning_strategy = type("S", (), {"partition": lambda self, t: [type("P", (), {"node_id": "b"})()]})()
+        node.topology = None
+        api = api_class(node)
+        first, second = (asyncio.ensure_future(api.handle_post_chat_completions(Request(r))) for r in ("r1", "r2"))
+        await asyncio.sleep(0.01)  # each handler and the request it started have run
+        with pytest.raises(OSError):
+            await node.forward_tensor("shard", "tensor", "r1", 0)
+        await asyncio.sleep(0)
+        assert not second.done()
+        second.cancel()
+        return await first, patches.ring_watch(node)
+
+    answer, watch = asyncio.run(scenario())
+    assert answer == (503, {"detail": "the request ended: the request's next step, to ring member b, failed: "
+                                      "UNAVAILABLE; retry once the ring has formed again"})
+    assert watch.waiters == set() and watch.requests == {}, "an ended request leaves nothing behind"
+
+
+def test_an_answer_that_comes_is_exos(exo):
+    node_class, api_class = exo
+
+    async def answered(self, request):
+        return "exo's answer"
+
+    plain = type("Api", (Api,), {"handle_post_chat_completions": answered})
+    module = type(sys)("fake_api2")
+    module.ChatGPTAPI, module.web = plain, Web
+    patches.patch_chatgpt_api(module)
+    node = node_class("b")
+    assert asyncio.run(module.ChatGPTAPI(node).handle_post_chat_completions(Request("r1"))) == "exo's answer"
+    assert patches.ring_watch(node).waiters == set()
