@@ -5,7 +5,7 @@
 package, as an operator's client would: openai_chat.py BASE_URL MODEL PROMPT.
 
 Prints one line of JSON: the request id, the streamed pieces, the finish reason, the seconds to the
-first piece and in all, or the error the client raised.
+first piece and in all, or the error the client raised, and when it ended (Unix time).
 """
 import json
 import sys
@@ -31,5 +31,6 @@ try:
 except Exception as problem:  # what the client raised is the answer when an instance dies
     result["error"] = "%s: %s" % (type(problem).__name__, problem)
 result["total_s"] = round(time.monotonic() - started, 2)
+result["ended_at"] = time.time()
 print(json.dumps(result, sort_keys=True))
 sys.exit(1 if "error" in result else 0)
