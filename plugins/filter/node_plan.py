@@ -26,7 +26,7 @@ def node_plan(facts, settings, host, existing=None, account=None, mig_minors_tex
                           exo_python=exo_python)
 
 
-def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play_hosts=()):
+def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play_hosts=(), models=()):
     others = {}
     for name in set(cluster_names(cluster_hosts)) | set(play_hosts):
         if name != host and name in hostvars:
@@ -34,7 +34,7 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
             # deprecated (ansible-core 2.24 stops injecting facts as variables).
             facts = hostvars[name].get("ansible_facts") or {}
             others[name] = facts["exo_node_instances"] if "exo_node_instances" in facts else hostvars[name].get("exo_node_instances")
-    peers, errors = cluster(host, instances, cluster_hosts, list(inventory_hosts), others)
+    peers, errors = cluster(host, instances, cluster_hosts, list(inventory_hosts), others, models)
     return {"peers": peers, "errors": errors}
 
 

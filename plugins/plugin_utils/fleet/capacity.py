@@ -336,7 +336,8 @@ def ring(model_id, members, headroom=HEADROOM):
     """Whether a ring of instances holds a model, before anyone asks it for a completion.
 
     members: {host: the instances the node role published there (exo_node_instances)}. Returns serve()'s
-    verdict with "missing" (what each tight node lacks), or None for a model the table does not size
+    verdict with "missing" (what each tight node lacks), "summary" (each instance's share) and "why" (both
+    in one sentence), or None for a model the table does not size
     (another engine's, or not a card of exo's): nothing can be said of it.
     """
     model = next((m for m in model_sizes() if m["model"] == model_id), None)
@@ -349,6 +350,7 @@ def ring(model_id, members, headroom=HEADROOM):
         s["node_id"], "layers %d-%d" % (s["start_layer"], s["end_layer"]) if s["start_layer"] is not None else "no layer",
         s["need_mib"], s["usable_mib"], "" if s["fits"] else " (%d MiB short)" % (s["need_mib"] - s["usable_mib"]))
         for s in verdict["shares"]]
+    verdict["why"] = "; ".join(verdict["missing"] + ["each instance: " + "; ".join(verdict["summary"])])
     return verdict
 
 

@@ -6,6 +6,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import SettingError, as_list, show
 
 
@@ -17,10 +18,11 @@ def cluster_names(cluster_hosts):
         return []
 
 
-def cluster(host, instances, cluster_hosts, inventory_hosts, others):
+def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=()):
     """(peers, errors) for host: the topology's peers and what collides across the cluster.
 
     others maps each other host of the cluster to its published instances (None: not known yet).
+    models: exo_node_models, each checked against the ring's memory once every member is known.
     """
     errors = []
     try:
@@ -46,4 +48,19 @@ def cluster(host, instances, cluster_hosts, inventory_hosts, others):
     for node_id, hosts in sorted(clashes.items()):
         errors.append("host %s: node id %s is also used by %s; give each host its own exo_node_id_prefix (now %s)"
                       % (host, node_id, ", ".join(hosts), node_id[:-len(mine[node_id]["name"]) - 1]))
+    ring = dict((name, instances if name == host else others.get(name)) for name in list(names) + [host])
+    if not unknown and all(members is not None for members in ring.values()):
+        errors.extend(unfit(host, ring, models))
     return peers, errors
+
+
+def unfit(host, ring, models):
+    """A sentence for each model the ring cannot hold: exo would run out of memory in the middle of an answer."""
+    errors = []
+    for model in models:
+        verdict = capacity.ring(model, ring)
+        if verdict is not None and not verdict["serves"]:
+            errors.append("host %s: its ring (%s) cannot hold %s, which exo_node_models lists: %s; list it only for "
+                          "rings with the memory (exo_node_models per group), or give the ring more instances"
+                          % (host, ", ".join(sorted(ring)), model, verdict["why"]))
+    return errors

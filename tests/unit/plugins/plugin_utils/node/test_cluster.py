@@ -42,3 +42,21 @@ def test_the_filter_reads_a_peer_published_as_a_fact_or_as_a_variable(probed):
         assert sorted(found["peers"]) == ["h-" + uuid(0), "h-" + uuid(1)], hostvars
     found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], {"h": {}, "g": {"ansible_facts": {}}})
     assert list(found["peers"]) == ["h-" + uuid(0)]
+
+
+def test_a_listed_model_the_ring_cannot_hold_is_refused_once_every_member_is_known(probed):
+    """A GPU host's instances and a CPU host's: the 8B Llama at fp16 needs more than the ring has, the 1B fits;
+    a member not planned yet (None) leaves the check for later; a model exo's engine has no size for passes."""
+    mine = ok(probed["one"])["instances"]
+    for instance in mine:
+        instance["capabilities"] = dict(instance["capabilities"], memory=4096)
+    cpu = ok(probed["cpu_only"], exo_node_address="10.0.0.2")["instances"]
+    cpu[0]["capabilities"] = dict(cpu[0]["capabilities"], memory=4096)
+    models = ["llama-3.2-1b", "llama-3.1-8b", "a-model-of-another-engine"]
+    dummy, errors = cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": cpu}, models)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("host h: its ring (g, h) cannot hold llama-3.1-8b, which exo_node_models lists: ")
+    assert "MiB short on" in errors[0] and "each instance: " in errors[0] and errors[0].endswith(
+        "; list it only for rings with the memory (exo_node_models per group), or give the ring more instances")
+    assert cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": None}, models)[1] == []
+    assert cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": cpu}, ["llama-3.2-1b"])[1] == []
