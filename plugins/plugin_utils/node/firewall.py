@@ -33,10 +33,18 @@ def network(text):
 
 
 def client_errors(clients):
-    """One message per exo_node_api_clients entry that is not an address or network."""
-    return ["exo_node_api_clients entry %s is not an IP address or network; give one such as 192.0.2.10, "
-            "192.0.2.0/24 or 2001:db8::/32" % show(entry)
-            for entry in clients if not isinstance(entry, str) or network(entry) is None]
+    """One message per exo_node_api_clients entry that is not an address or network, or is every address."""
+    errors = []
+    for entry in clients:
+        given = network(entry) if isinstance(entry, str) else None
+        if given is None:
+            errors.append("exo_node_api_clients entry %s is not an IP address or network; give one such as "
+                          "192.0.2.10, 192.0.2.0/24 or 2001:db8::/32" % show(entry))
+        elif given.prefixlen == 0:
+            errors.append("exo_node_api_clients entry %s is every address, and exo's API has no authentication; list "
+                          "the clients' own addresses or networks (with exo_node_api_proxy, those of the proxy's "
+                          "clients)" % show(entry))
+    return errors
 
 
 def address_error(address):

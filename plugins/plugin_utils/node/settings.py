@@ -11,6 +11,8 @@ service user on the host. A message names the variable, the value as given and w
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import ipaddress
+import posixpath
 import re
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
@@ -33,8 +35,9 @@ DEVICE_ALLOW_RE = re.compile(r"^(/dev/\S+|char-\S+|block-\S+)( [rwm]{1,3})?$")
 # What systemd reads differently in a unit or environment file: it splits at whitespace, takes
 # quotes and backslashes as quoting, '%' as a specifier and ';' as a command separator.
 UNIT_PATH_RE = re.compile(r"^[^\s\"'\\$%;`]*$")
-# $EXO_NODE_ARGS is split at whitespace and unquoted when exo starts: quotes and backslashes vanish.
-ARG_BAD_RE = re.compile(r"[\"'\\]")
+# $EXO_NODE_ARGS is split at whitespace and unquoted when exo starts: quotes and backslashes vanish,
+# and a '$' is never expanded.
+ARG_BAD_RE = re.compile(r"[\"'\\$]")
 
 PORT = {"range": (1, 65535)}
 UNIT_PATH = {"match": (UNIT_PATH_RE, "; the unit files name it, and systemd would read whitespace, quotes, "
@@ -99,7 +102,29 @@ OWNED_FLAGS = {
     "--wait-for-peers": "exo_node_wait_for_peers",
     "--inference-engine": "exo_node_inference_engine",
     "--disable-tui": None,
+    "--no-disable-tui": None,
 }
+# Every long flag of exo e4238f9ef's parser (exo/main.py, lines 60-93; --disable-tui is a
+# BooleanOptionalAction, which adds --no-disable-tui). argparse takes any unambiguous prefix of one
+# (allow_abbrev), so an extra argument is matched against them as exo will match it.
+EXO_FLAGS = (
+    "--default-model", "--iters", "--save-every", "--data", "--batch-size", "--resume-checkpoint",
+    "--save-checkpoint-dir", "--node-id", "--node-host", "--node-port", "--models-seed-dir", "--listen-port",
+    "--download-quick-check", "--max-parallel-downloads", "--broadcast-port", "--discovery-module",
+    "--discovery-timeout", "--discovery-config-path", "--wait-for-peers", "--chatgpt-api-port",
+    "--chatgpt-api-response-timeout", "--max-generate-tokens", "--inference-engine", "--disable-tui",
+    "--no-disable-tui", "--run-model", "--prompt", "--default-temp", "--tailscale-api-key", "--tailnet-name",
+    "--node-id-filter", "--interface-type-filter", "--system-prompt", "--help",
+)
+# Directories of the system itself: the role sets the owner and mode of its directories, makes a
+# virtualenv in the install directory and writes into the others.
+SYSTEM_DIRS = frozenset((
+    "/", "/bin", "/boot", "/dev", "/etc", "/etc/systemd", "/etc/systemd/system", "/home", "/lib", "/lib64", "/media",
+    "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/usr/bin", "/usr/lib",
+    "/usr/lib64", "/usr/local", "/usr/local/bin", "/usr/local/lib", "/usr/sbin", "/usr/share", "/var", "/var/cache",
+    "/var/lib", "/var/log", "/var/tmp",
+))
+DIRS = {"exo_node_install_dir": "/opt/exo", "exo_node_config_dir": "/etc/exo", "exo_node_data_dir": "/var/lib/exo"}
 # Environment the role sets for pinning and identity; tinygrad's own variables are added per version.
 OWNED_ENV = {
     "CUDA_VISIBLE_DEVICES": "exo_node_gpus",
@@ -123,10 +148,51 @@ def check_settings(raw):
                         ("exo_node_extra_env", _check_extra_env), ("exo_node_device_allow_extra", _check_device_allow),
                         ("exo_node_api_clients", lambda v: client_errors(v["exo_node_api_clients"])),
                         ("exo_node_models", check_models), ("exo_node_api_proxy", proxy.setting_errors),
-                        ("exo_node_skip_requirements", _check_requirements)):
+                        ("exo_node_skip_requirements", _check_requirements), ("exo_node_install_dir", _check_dirs),
+                        ("exo_node_address", _check_address), ("exo_node_firewall", _check_unguarded_clients)):
         if name in values:
             errors.extend(check(values))
     return values, errors
+
+
+def exo_flag(flag):
+    """(exo's flag that flag names as exo's parser reads it, or None; why it names none)."""
+    if flag in EXO_FLAGS:
+        return flag, None
+    matches = [f for f in EXO_FLAGS if f.startswith(flag)]
+    if len(matches) == 1:
+        return matches[0], None
+    if matches:
+        return None, "which exo's parser finds ambiguous (%s) and refuses" % ", ".join(matches)
+    return None, "which is not a flag of exo e4238f9ef (exo would exit: unrecognized arguments)"
+
+
+def _check_dirs(values):
+    errors = []
+    for name, example in sorted(DIRS.items()):
+        if name in values and posixpath.normpath(str(values[name])) in SYSTEM_DIRS:
+            errors.append("%s is %s, a directory of the system: the role would change its owner and mode and write "
+                          "into it; give a directory of exo's own, such as %s" % (name, show(values[name]), example))
+    return errors
+
+
+def _check_address(values):
+    try:
+        unspecified = ipaddress.ip_address(str(values["exo_node_address"]).strip()).is_unspecified
+    except ValueError:
+        return []
+    if not unspecified:
+        return []
+    return ["exo_node_address is %s, every address: exo binds gRPC to it and the ring's other nodes would be told to "
+            "reach this host there; give the address they reach it at" % show(values["exo_node_address"])]
+
+
+def _check_unguarded_clients(values):
+    if values["exo_node_firewall"] or not values.get("exo_node_api_clients"):
+        return []
+    return ["exo_node_api_clients lists %d client(s), but exo_node_firewall is false, so nothing limits who reaches "
+            "the API and the list does nothing; set exo_node_firewall: true, or empty exo_node_api_clients"
+            % len(values["exo_node_api_clients"])]
 
 
 def _check_gpus(values):
@@ -139,14 +205,17 @@ def _check_extra_args(values):
     errors = []
     for arg in values["exo_node_extra_args"]:
         text = str(arg)
-        flag = text.split("=", 1)[0]
+        flag, unknown = exo_flag(text.split("=", 1)[0])
         if not text.startswith("--") or re.search(r"\s", text):
             errors.append("exo_node_extra_args entry %s is not '--flag' or '--flag=value'; exo takes no more "
                           "positional words, and a value goes after '='" % show(arg))
         elif ARG_BAD_RE.search(text):
-            errors.append("exo_node_extra_args entry %s holds quotes or backslashes, which systemd takes as quoting "
-                          "when it splits the arguments, so exo would not receive it as written; leave them out"
-                          % show(arg))
+            errors.append("exo_node_extra_args entry %s holds quotes, backslashes or '$', which systemd takes as "
+                          "quoting when it splits the arguments (and never expands), so exo would not receive it as "
+                          "written; leave them out" % show(arg))
+        elif unknown:
+            errors.append("exo_node_extra_args entry %s names %s, %s; give one of exo's flags in full"
+                          % (show(arg), text.split("=", 1)[0], unknown))
         elif flag in OWNED_FLAGS:
             owner = OWNED_FLAGS[flag]
             errors.append("exo_node_extra_args entry %s sets %s, which the role sets%s" % (

@@ -23,7 +23,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan, settings
 from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, with_tinygrad
 from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused
 from tests.simulated.hosts import uuid
@@ -213,6 +213,23 @@ def test_mig_minors_missing(probed):
     ("exo_node_extra_args", ["--max-generate-tokens 5"], ["\"--max-generate-tokens 5\" is not '--flag'"]),
     ("exo_node_extra_args", ["--node-port=6000"], ["sets --node-port, which the role sets from exo_node_grpc_port"]),
     ("exo_node_extra_args", ["--inference-engine=dummy"], ["from exo_node_inference_engine"]),
+    # exo's parser takes an unambiguous prefix of a flag as the flag (argparse's allow_abbrev).
+    ("exo_node_extra_args", ["--chatgpt-api-p=8000"], ["sets --chatgpt-api-port, which the role sets from exo_node_api_port"]),
+    ("exo_node_extra_args", ["--node-h=0.0.0.0"], ["sets --node-host, which the role sets from exo_node_address"]),
+    ("exo_node_extra_args", ["--inference=dummy"], ["sets --inference-engine, which the role sets from exo_node_inference_engine"]),
+    ("exo_node_extra_args", ["--no-disable-tui"], ["sets --no-disable-tui, which the role sets; remove it"]),
+    ("exo_node_extra_args", ["--d=1"], ["names --d, which exo's parser finds ambiguous (--default-model, --data, "]),
+    ("exo_node_extra_args", ["--max-tokens=5"], ["names --max-tokens, which is not a flag of exo e4238f9ef"]),
+    ("exo_node_extra_args", ["--system-prompt=$HOME"], ["holds quotes, backslashes or '$'"]),
+    # Every address, where the role needs a host's own or its clients'.
+    ("exo_node_api_clients", ["0.0.0.0/0"], ["exo_node_api_clients entry \"0.0.0.0/0\" is every address"]),
+    ("exo_node_api_clients", ["::/0"], ["exo_node_api_clients entry \"::/0\" is every address"]),
+    ("exo_node_address", "0.0.0.0", ["exo_node_address is \"0.0.0.0\", every address"]),
+    ("exo_node_address", "::", ["exo_node_address is \"::\", every address"]),
+    # Directories of the system, whose owner and mode the role would change.
+    ("exo_node_data_dir", "/etc", ["exo_node_data_dir is \"/etc\", a directory of the system", "such as /var/lib/exo"]),
+    ("exo_node_install_dir", "/usr/", ["exo_node_install_dir is \"/usr/\", a directory of the system"]),
+    ("exo_node_config_dir", "/", ["exo_node_config_dir is \"/\", a directory of the system"]),
     ("exo_node_extra_env", {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, ["sets CUDA_VISIBLE_DEVICES, which the role sets"]),
     ("exo_node_extra_env", {"EXO_NODE_ARGS": "--x"}, ["sets EXO_NODE_ARGS, which the role sets from exo_node_extra_args"]),
     ("exo_node_extra_env", {"VISIBLE_DEVICES": "1"}, ["sets VISIBLE_DEVICES, which tinygrad 0.10.0 reads"]),
@@ -228,6 +245,23 @@ def test_mig_minors_missing(probed):
 ])
 def test_bad_setting_named_with_its_value(probed, name, value, parts):
     refused(probed["one"], *parts, **{name: value})
+
+
+def test_api_clients_without_the_firewall_are_refused(probed):
+    refused(probed["one"], "exo_node_api_clients lists 1 client(s), but exo_node_firewall is false",
+            exo_node_firewall=False, exo_node_api_clients=["192.0.2.10"])
+    assert ok(probed["one"], exo_node_firewall=False)["instances"]
+
+
+@pytest.mark.parametrize("given, flag", [
+    ("--node-id", "--node-id"),  # exact, though also the start of --node-id-filter
+    ("--node-id-f", "--node-id-filter"),
+    ("--max-g", "--max-generate-tokens"),
+    ("--d", None),  # ambiguous
+    ("--tokens", None),
+])
+def test_extra_arguments_are_matched_as_exos_parser_matches_them(given, flag):
+    assert settings.exo_flag(given)[0] == flag
 
 
 def test_every_bad_setting_gets_its_own_message(probed):
