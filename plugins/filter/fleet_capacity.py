@@ -36,8 +36,9 @@ def host_settings(host, hv, hosts, defaults):
     # All of them, as the role reads them: the planner refuses a name the role does not know.
     settings.update((name, hv[name]) for name in hv if name.startswith("exo_node_"))
     # Capacity does not depend on the confinement, whose check of the addresses would refuse a name
-    # stood in for the IP address the role reads from the host's own facts.
-    settings["exo_node_firewall"] = False
+    # stood in for the IP address the role reads from the host's own facts; without the firewall the
+    # API's clients and its proxy, which need it, are left out too.
+    settings.update(exo_node_firewall=False, exo_node_api_clients=[], exo_node_api_proxy=False)
     return settings
 
 

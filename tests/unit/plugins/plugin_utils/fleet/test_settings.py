@@ -54,3 +54,12 @@ def test_a_host_the_role_would_refuse_is_left_out_with_the_roles_message():
     # Without the misspelt name, and with the facts the role publishes, it serves.
     del hostvars["h1"]["exo_node_gpu"]
     assert plugin.fleet_capacity(["h1"], hostvars)["excluded"] == []
+
+
+def test_a_host_confined_by_the_role_is_planned_as_the_role_plans_it():
+    """The report plans without the confinement (a name may stand in for the address): the API's clients and its
+    proxy, which the role refuses without the firewall, are left out with it, not the host."""
+    hostvars = {"h1": {"ansible_facts": {"device_capabilities": REAL}, "exo_node_api_clients": ["192.0.2.0/24"],
+                       "exo_node_api_proxy": True, "exo_node_api_proxy_tokens": ["t" * 32]}}
+    report = plugin.fleet_capacity(["h1"], hostvars)
+    assert report["excluded"] == [] and len(report["nodes"]) == 1
