@@ -12,7 +12,8 @@ collection does not know) is left as exo ships it, and the process says so on st
 instance's journal). Every other import, in exo or in any other program of the virtualenv (pip, the
 device probe), goes on as before. Standard library only; nothing here may stop exo from starting.
 
-docs/node.md, "exo's view of its device", says what each patch changes and why.
+docs/node.md, "exo's view of its device" and "A request whose ring breaks", says what each patch
+changes and why.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -196,6 +197,7 @@ def patch_chatgpt_api(module):
             # A streamed answer has begun: its last event says why, and the stream ends.
             await request.writer.write(("data: %s\n\n" % json.dumps({"error": {"message": detail, "type": "ring_broken"}})).encode())
             await request.writer.write_eof()
+            # A response returned now would be written after the stream; raised, aiohttp closes the connection.
             raise ConnectionResetError(detail)
         return web.json_response({"detail": detail}, status=503)
 
