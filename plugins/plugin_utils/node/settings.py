@@ -32,6 +32,9 @@ ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # What an env file value may not hold: systemd would read it differently from what was written.
 ENV_VALUE_BAD_RE = re.compile(r'[\n"\\$]')
 DEVICE_ALLOW_RE = re.compile(r"^(/dev/\S+|char-\S+|block-\S+)( [rwm]{1,3})?$")
+# A GPU's own device node, a MIG instance's capability, or NVIDIA's whole class of devices: the role
+# gives each GPU instance exactly its own (instances.py).
+GPU_DEVICE_RE = re.compile(r"^(/dev/nvidia[0-9]+|/dev/nvidia-caps/|char-nvidia)")
 # What systemd reads differently in a unit or environment file: it splits at whitespace, takes
 # quotes and backslashes as quoting, '%' as a specifier and ';' as a command separator.
 UNIT_PATH_RE = re.compile(r"^[^\s\"'\\$%;`]*$")
@@ -232,6 +235,10 @@ def _check_extra_env(values):
         elif key in OWNED_ENV:
             errors.append("exo_node_extra_env sets %s, which the role sets from %s; set that instead" % (
                 key, OWNED_ENV[key]))
+        elif key == "HF_ENDPOINT" and values.get("exo_node_models"):
+            errors.append("exo_node_extra_env sets HF_ENDPOINT while the role places exo_node_models, whose source "
+                          "it sets (exo_node_model_source, exo_node_model_store; a mirror becomes HF_ENDPOINT); "
+                          "give the mirror there instead")
         elif not isinstance(value, (str, int, float)) or ENV_VALUE_BAD_RE.search(str(value)):
             errors.append("exo_node_extra_env %s is %s; a value is a string without newlines, quotes, "
                           "backslashes or '$'" % (key, show(value)))
@@ -250,9 +257,16 @@ def _check_requirements(values):
 
 
 def _check_device_allow(values):
-    return ["exo_node_device_allow_extra entry %s is not a DeviceAllow= value such as '/dev/foo rw'" % show(entry)
-            for entry in values["exo_node_device_allow_extra"]
-            if not isinstance(entry, str) or not DEVICE_ALLOW_RE.match(entry)]
+    errors = []
+    for entry in values["exo_node_device_allow_extra"]:
+        if not isinstance(entry, str) or not DEVICE_ALLOW_RE.match(entry):
+            errors.append("exo_node_device_allow_extra entry %s is not a DeviceAllow= value such as '/dev/foo rw'"
+                          % show(entry))
+        elif GPU_DEVICE_RE.match(entry):
+            errors.append("exo_node_device_allow_extra entry %s gives every instance a GPU's device node, or all of "
+                          "them, which undoes each instance's pinning to its own GPU; the role allows each GPU "
+                          "instance its own: choose the GPUs with exo_node_gpus" % show(entry))
+    return errors
 
 
 # The model ids exo's tinygrad engine has a repository for, and that repository (exo/models.py).

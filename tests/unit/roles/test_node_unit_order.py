@@ -14,17 +14,20 @@ import subprocess
 import jinja2
 import pytest
 import yaml
+from ansible.module_utils.parsing.convert_bool import boolean
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(REPO, "roles", "node")
 
 
-def rendered():
+def rendered(**settings):
     with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
         defaults = yaml.safe_load(handle)
+    defaults.update(settings, __exo_node_firewall_unit="exo-firewall.service")
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
                              keep_trailing_newline=True, trim_blocks=True)
     env.filters["comment"] = lambda text: "#\n# %s\n#" % text
+    env.filters["bool"] = boolean  # Ansible's
     return env.get_template("exo@.service.j2").render(ansible_managed="Ansible managed", **defaults)
 
 
@@ -57,3 +60,10 @@ def test_the_unit_verifies_where_neither_service_exists(tmp_path):
                           universal_newlines=True, check=False,
                           env=dict(os.environ, SYSTEMD_UNIT_PATH="%s:" % tmp_path))
     assert "nvidia" not in proc.stdout, proc.stdout
+
+
+# The planner reads the setting as a boolean ("no" is false); so must the unit, or an instance would require
+# a firewall the role never starts.
+@pytest.mark.parametrize("firewall, required", [(True, True), ("yes", True), (False, False), ("no", False), ("false", False)])
+def test_the_unit_requires_the_firewall_as_the_planner_reads_the_setting(firewall, required):
+    assert ("Requires=exo-firewall.service" in rendered(exo_node_firewall=firewall).splitlines()) == required

@@ -236,6 +236,9 @@ def test_mig_minors_missing(probed):
     ("exo_node_extra_env", {"X": "a\"b"}, ["exo_node_extra_env X is \"a\\\"b\""]),
     ("exo_node_extra_env", {"1X": "a"}, ["exo_node_extra_env name \"1X\""]),
     ("exo_node_device_allow_extra", ["/dev/foo rwx"], ["\"/dev/foo rwx\" is not a DeviceAllow= value"]),
+    ("exo_node_device_allow_extra", ["/dev/nvidia1 rw"], ["\"/dev/nvidia1 rw\" gives every instance a GPU's device node"]),
+    ("exo_node_device_allow_extra", ["char-nvidia-frontend rw"], ["undoes each instance's pinning to its own GPU"]),
+    ("exo_node_device_allow_extra", ["/dev/nvidia-caps/nvidia-cap21 r"], ["choose the GPUs with exo_node_gpus"]),
     ("exo_node_user", "root", ["exo_node_user is \"root\", a superuser"]),
     # exo's requirements (exo_requirements.check_settings), checked with the others before any change
     ("exo_node_skip_requirements", ["tinygrad"], ["must not name tinygrad, which exo imports; give exo_node_tinygrad_requirement"]),
@@ -245,6 +248,15 @@ def test_mig_minors_missing(probed):
 ])
 def test_bad_setting_named_with_its_value(probed, name, value, parts):
     refused(probed["one"], *parts, **{name: value})
+
+
+def test_hf_endpoint_beside_placed_models_is_refused(probed):
+    refused(probed["one"], "exo_node_extra_env sets HF_ENDPOINT while the role places exo_node_models",
+            exo_node_models=["llama-3.2-1b"], exo_node_model_store="/srv/models",
+            exo_node_extra_env={"HF_ENDPOINT": "https://hf-mirror.example"})
+    assert ok(probed["one"], exo_node_extra_env={"HF_ENDPOINT": "https://hf-mirror.example"})["instances"]
+    assert ok(probed["one"], exo_node_extra_env={"OTHER": "x"}, exo_node_models=["llama-3.2-1b"],
+              exo_node_model_store="/srv/models")["instances"]
 
 
 def test_api_clients_without_the_firewall_are_refused(probed):
