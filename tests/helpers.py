@@ -356,3 +356,13 @@ def plan_node_refused(facts, *parts, **kwargs):
     for part in ("host h",) + parts:
         assert part in result["errors"][0], result["errors"][0]
     return result["errors"][0]
+
+
+def node_templates():
+    """The node role's templates as Ansible renders them: its comment and bool filters, blocks trimmed."""
+    import jinja2
+    from ansible.module_utils.parsing.convert_bool import boolean
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(REPO, "roles", "node", "templates")),
+                             keep_trailing_newline=True, trim_blocks=True)
+    env.filters.update(comment=lambda text: "#\n# %s\n#" % text, bool=boolean)
+    return env

@@ -14,6 +14,8 @@ import subprocess
 import pytest
 import yaml
 
+from tests.helpers import node_templates
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(REPO, "roles", "node")
 
@@ -62,10 +64,7 @@ def test_every_variable_is_documented():
 @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="needs systemd-analyze")
 def test_template_unit_rates_2_or_lower_offline(tmp_path):
     """The unit as rendered with the defaults, plus a GPU instance's drop-in, rated offline."""
-    import jinja2
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
-                             keep_trailing_newline=True, trim_blocks=True)
-    env.filters["comment"] = lambda text: "#\n# %s\n#" % text
+    env = node_templates()
     variables = dict(DEFAULTS, ansible_managed="Ansible managed")
     unit_dir = tmp_path / "etc" / "systemd" / "system"
     dropin = unit_dir / "exo@GPU-0.service.d"

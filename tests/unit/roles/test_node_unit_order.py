@@ -11,10 +11,10 @@ import os
 import shutil
 import subprocess
 
-import jinja2
 import pytest
 import yaml
-from ansible.module_utils.parsing.convert_bool import boolean
+
+from tests.helpers import node_templates
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(REPO, "roles", "node")
@@ -24,11 +24,7 @@ def rendered(**settings):
     with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
         defaults = yaml.safe_load(handle)
     defaults.update(settings, __exo_node_firewall_unit="exo-firewall.service")
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(os.path.join(ROLE, "templates")),
-                             keep_trailing_newline=True, trim_blocks=True)
-    env.filters["comment"] = lambda text: "#\n# %s\n#" % text
-    env.filters["bool"] = boolean  # Ansible's
-    return env.get_template("exo@.service.j2").render(ansible_managed="Ansible managed", **defaults)
+    return node_templates().get_template("exo@.service.j2").render(ansible_managed="Ansible managed", **defaults)
 
 
 def unit_list(text, section, key):
