@@ -29,11 +29,14 @@ whole completion and the peak RSS per node; and whether the ring gave the single
 --paths: one instance per path DTYPE:BACKEND[:BEAM] (the model's weights in f16 or bf16, tinygrad's
 CLANG or LLVM backend, BEAM its kernel search, 0 for none), each fresh, two completions each: the
 first cold (an empty compile cache: loading, compiling and with BEAM searching), the second warm (the
-same process). Prints each path beside the first path's figures, and beside the limit of decoding
-on this host: the bytes of weights one token reads (the weights as the engine holds them: exo casts
-BF16 to float32 on CLANG and to float16 elsewhere, fix_bf16 in exo/inference/tinygrad/models/llama.py)
-over the memory read bandwidth of one core, measured here with numpy (tinygrad's CPU kernels run on
-one thread). An f16 path uses a store made with --dtype f16 beside the BF16 one (.build/exo-models-f16).
+same process); then the instance restarts on the same home for a third, as after a node restarts or a
+deploy-time warm-up: a new process, tinygrad's cache (~/.cache/tinygrad/cache.db, compiled kernels and
+BEAM's choices) kept on disk. Each path's sample counts what that cache holds. Prints each path beside
+the first path's figures, and beside the limit of decoding on this host: the bytes of weights one token
+reads (the weights as the engine holds them: exo casts BF16 to float32 on CLANG and to float16
+elsewhere, fix_bf16 in exo/inference/tinygrad/models/llama.py) over the memory read bandwidth of one
+core, measured here with numpy (tinygrad's CPU kernels run on one thread). An f16 path uses a store
+made with --dtype f16 beside the BF16 one (.build/exo-models-f16).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -44,6 +47,7 @@ import json
 import os
 import shutil
 import signal
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -79,6 +83,11 @@ PATHS = "f16:CLANG,f16:LLVM,bf16:CLANG,bf16:LLVM,f16:CLANG:2,f16:LLVM:2,bf16:CLA
 HELD_BYTES = {("f16", "CLANG"): 2, ("f16", "LLVM"): 2, ("bf16", "CLANG"): 4, ("bf16", "LLVM"): 2}
 # The store of each dtype under .build: BF16, the real models' dtype, where the molecule scenarios keep it.
 STORES = {"bf16": "exo-models", "f16": "exo-models-f16"}
+# tinygrad's disk cache under an instance's HOME (CACHEDB, tinygrad/helpers.py) and what a path's sample
+# counts in it, by table prefix (the suffix is tinygrad's cache VERSION): BEAM's choice of each kernel
+# (engine/search.py) and each kernel CLANG compiled (device.py, compile_cached).
+CACHE_DB = os.path.join(".cache", "tinygrad", "cache.db")
+CACHE_TABLES = (("beam_kernels", "beam_search_"), ("compiled_kernels", "compile_clang_"))
 
 
 def medians(samples):
@@ -238,12 +247,14 @@ class Instances(object):
             # A CPU instance's environment as the node role writes it (instances.py), with no hub to ask.
             env = dict(os.environ, EXO_HOME=home, HOME=home, TMPDIR=home + "/tmp", PYTHONUNBUFFERED="1",
                        CUDA_VISIBLE_DEVICES="", HF_ENDPOINT=NO_HUB, **(backend_env or {"CLANG": "1"}))
-            with open(self.logs[i], "w") as log:
+            with open(self.logs[i], "a") as log:  # a restart on the same home keeps the first start's log
                 self.processes.append(subprocess.Popen(
                     [os.path.join(venv, "bin", "exo"), "--node-id", self.names[i], "--node-host", "127.0.0.1",
                      "--node-port", str(self.grpc[i]), "--chatgpt-api-port", str(self.api[i]), "--discovery-module", "manual",
                      "--discovery-config-path", topology, "--inference-engine", ENGINE, "--disable-tui",
-                     "--max-generate-tokens", str(options.max_generate_tokens)],
+                     "--max-generate-tokens", str(options.max_generate_tokens),
+                     # exo's own limit on a completion, as the client's: a cold BEAM search may take longer than 900 s.
+                     "--chatgpt-api-response-timeout", str(options.timeout)],
                     stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
 
     def failure(self, what):
@@ -313,11 +324,16 @@ def parse_paths(text):
     return paths
 
 
-def path_env(backend, beam):
-    """What selects a path in this tinygrad: <BACKEND>=1 makes it the default device, BEAM its kernel search."""
+def path_env(backend, beam, cpus=None):
+    """What selects a path in this tinygrad: <BACKEND>=1 makes it the default device, BEAM its kernel search.
+    With BEAM, PARALLEL compiles the candidates in worker processes, one core left to time them: without
+    workers (tinygrad's default on a CPU device, engine/search.py:133) the search sets SIGALRM in the thread
+    that runs it, and exo runs the model in an executor thread, so every search fails ("signal only works in
+    main thread")."""
     env = {backend: "1"}
     if beam:
         env["BEAM"] = str(beam)
+        env["PARALLEL"] = str(max(1, (cpus or os.cpu_count()) - 1))
     return env
 
 
@@ -340,24 +356,50 @@ def token_limit_s(weights_bytes, dtype, backend, bandwidth_gbs):
     return weights_bytes / 2 * HELD_BYTES[(dtype, backend)] / (bandwidth_gbs * 1e9)
 
 
-def measure_path(venv, store, work, path, options):
-    """One fresh instance on a path and two completions through it: cold, then warm."""
-    dtype, backend, beam = path
-    instances = Instances(venv, store, work, "%s-%s-%d-" % path, 1, options, backend_env=path_env(backend, beam))
+def completions(venv, store, work, path, options, count):
+    """count completions through one instance of a path on its home under work (made, or kept from a start
+    before), then the instance's peak RSS."""
+    instances = Instances(venv, store, work, "%s-%s-%d-" % path, 1, options, backend_env=path_env(path[1], path[2]))
     try:
         instances.wait(options.ready_deadline)
         answers = []
-        for dummy in range(2):
+        for dummy in range(count):
             try:
                 answers.append(exo_api.chat(instances.api[0], MODEL, options.prompt, 0, options.timeout))
             except exo_api.ApiError as problem:
                 raise instances.failure(str(problem))
-        cold, warm = answers
-        return dict(path="%s %s BEAM=%d" % path, first_token_s=cold["first_token_s"], tokens_per_s=cold["tokens_per_s"],
-                    warm_first_token_s=warm["first_token_s"], warm_tokens_per_s=warm["tokens_per_s"],
-                    peak_rss_gb=instances.peak_rss_gb()[0], tokens=len(cold["chunks"]), text=cold["text"])
+        return answers, instances.peak_rss_gb()[0]
     finally:
         instances.stop()
+
+
+def measure_path(venv, store, work, path, options):
+    """One fresh instance on a path and two completions through it, cold then warm; then one more through a
+    new process on the same home, its cache on disk."""
+    (cold, warm), peak = completions(venv, store, work, path, options, 2)
+    (restart,), dummy = completions(venv, store, work, path, options, 1)
+    return dict(path="%s %s BEAM=%d" % path, first_token_s=cold["first_token_s"], tokens_per_s=cold["tokens_per_s"],
+                warm_first_token_s=warm["first_token_s"], warm_tokens_per_s=warm["tokens_per_s"],
+                restart_first_token_s=restart["first_token_s"], restart_tokens_per_s=restart["tokens_per_s"],
+                peak_rss_gb=peak, tokens=len(cold["chunks"]), text=cold["text"])
+
+
+def cache_census(work):
+    """{key: rows} of CACHE_TABLES in the tinygrad cache of the instance under work, and its size in MB;
+    {} where there is none (the instance died before it compiled)."""
+    found = glob.glob(os.path.join(work, "*", CACHE_DB))
+    if not found:
+        return {}
+    census = {"cache_mb": sum(os.path.getsize(f) for f in glob.glob(found[0] + "*")) / 1e6}  # with its -wal
+    connection = sqlite3.connect("file:%s?mode=ro" % found[0], uri=True)
+    try:
+        tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for key, prefix in CACHE_TABLES:
+            census[key] = sum(connection.execute("SELECT count(*) FROM '%s'" % t).fetchone()[0]
+                              for t in tables if t.startswith(prefix))
+    finally:
+        connection.close()
+    return census
 
 
 def paths_main(options, venv):
@@ -372,17 +414,26 @@ def paths_main(options, venv):
     work = tempfile.mkdtemp(prefix="inference-paths-")
     try:
         for path in paths:
+            path_work = os.path.join(work, "%s-%s-%d" % path)
+            started = time.monotonic()
             try:
-                sample = measure_path(venv, stores[path[0]], os.path.join(work, "%s-%s-%d" % path), path, options)
+                sample = measure_path(venv, stores[path[0]], path_work, path, options)
             except RuntimeError as problem:
                 # A path that cannot serve is a result too: the table says so and the others still run.
                 sample = dict(path="%s %s BEAM=%d" % path, error=str(problem).splitlines()[0])
                 print("%-20s failed: %s" % (sample["path"], sample["error"]), flush=True)
             else:
-                print("%-20s first token %6.1f s cold, %6.1f s warm; %s tokens/s cold, %s warm; peak %.1f GB; %r" % (
-                    sample["path"], sample["first_token_s"] or 0, sample["warm_first_token_s"] or 0,
-                    show(sample["tokens_per_s"], 3).strip(), show(sample["warm_tokens_per_s"], 3).strip(),
-                    sample["peak_rss_gb"], sample["text"]), flush=True)
+                print("%-20s first token %6.1f s cold, %6.1f s warm, %6.1f s restarted; %s tokens/s cold, %s warm, "
+                      "%s restarted; peak %.1f GB; %r" % (
+                          sample["path"], sample["first_token_s"] or 0, sample["warm_first_token_s"] or 0,
+                          sample["restart_first_token_s"] or 0, show(sample["tokens_per_s"], 3).strip(),
+                          show(sample["warm_tokens_per_s"], 3).strip(), show(sample["restart_tokens_per_s"], 3).strip(),
+                          sample["peak_rss_gb"], sample["text"]), flush=True)
+            sample["path_s"] = time.monotonic() - started
+            sample.update(cache_census(path_work))
+            print("%-20s %.0f s in all; tinygrad's cache: %s" % (sample["path"], sample["path_s"], ", ".join(
+                "%s %s" % (k, sample[k] if k != "cache_mb" else "%.1f MB" % sample[k])
+                for k in ("beam_kernels", "compiled_kernels", "cache_mb") if k in sample) or "none"), flush=True)
             sample["limit_s_per_token"] = token_limit_s(weights[path[0]], path[0], path[1], bandwidth)
             samples.append(sample)
             if options.json:
@@ -393,7 +444,7 @@ def paths_main(options, venv):
     print()
     print("one core reads %.1f GB/s; %s, prompt %r, --max-generate-tokens %d; ratios against %s" % (
         bandwidth, MODEL, options.prompt, options.max_generate_tokens, samples[0]["path"]))
-    header = ("path", "1st cold", "1st warm", "tok/s", "warm", "ratio", "s/token", "limit s/t", "x limit")
+    header = ("path", "1st cold", "1st warm", "1st rest.", "tok/s", "warm", "ratio", "s/token", "limit s/t", "x limit")
     print("%-20s" % header[0] + "".join("%10s" % label for label in header[1:]))
     base = samples[0].get("warm_tokens_per_s")
     for sample in samples:
@@ -403,7 +454,8 @@ def paths_main(options, venv):
         rate = sample["warm_tokens_per_s"]
         per_token = 1 / rate if rate else None
         limit = sample["limit_s_per_token"]
-        cells = (show(sample["first_token_s"], 1), show(sample["warm_first_token_s"], 1), show(sample["tokens_per_s"], 3),
+        cells = (show(sample["first_token_s"], 1), show(sample["warm_first_token_s"], 1),
+                 show(sample["restart_first_token_s"], 1), show(sample["tokens_per_s"], 3),
                  show(rate, 3), show(rate / base if rate and base else None), show(per_token), show(limit, 3),
                  show(per_token / limit if per_token else None, 1))
         print("%-20s" % sample["path"] + "".join(cells))
@@ -419,7 +471,8 @@ def main():
     parser.add_argument("--model-store", help="a store holding %s's repository, read only (default: made under "
                                               ".build/exo-models)" % MODEL)
     parser.add_argument("--python", help="CPython 3.12 for exo's venv (default: pyenv's)")
-    parser.add_argument("--timeout", type=int, default=900, help="seconds for one completion (exo's API gives up at 900)")
+    parser.add_argument("--timeout", type=int, default=900,
+                        help="seconds for one completion, the client's and exo's API's limit (default 900, exo's)")
     parser.add_argument("--ready-deadline", type=int, default=300, help="seconds for a ring to form")
     parser.add_argument("--json", help="write every sample to this file")
     parser.add_argument("--dtype", choices=sorted(STORES), default="bf16",
@@ -435,12 +488,13 @@ def main():
         except ValueError as problem:
             parser.error("--paths: %s" % problem)
 
+    # A run stopped (timeout(1)) still stops its instances: each leads its own session, out of the signal's reach.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by signal %d" % signum))
     python = python312(options.python)
     venv = exo_venv(wheelhouse(options.wheelhouse), python)
     if options.paths:
         return paths_main(options, venv)
     store = model_store(options.model_store, options.dtype)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("stopped by signal %d" % signum))
     samples = dict((name, []) for name, dummy in CASES)
     work = tempfile.mkdtemp(prefix="inference-bench-")
     try:

@@ -84,7 +84,10 @@ def test_a_path_that_is_not_one_is_named(text):
 
 def test_a_path_selects_its_backend_and_its_search():
     assert bench.path_env("LLVM", 0) == {"LLVM": "1"}
-    assert bench.path_env("CLANG", 2) == {"CLANG": "1", "BEAM": "2"}
+    # the search's compiles in worker processes, one core left to time them
+    assert bench.path_env("CLANG", 2, cpus=2) == {"CLANG": "1", "BEAM": "2", "PARALLEL": "1"}
+    assert bench.path_env("CLANG", 1, cpus=16) == {"CLANG": "1", "BEAM": "1", "PARALLEL": "15"}
+    assert bench.path_env("CLANG", 1, cpus=1)["PARALLEL"] == "1"
 
 
 @pytest.mark.parametrize("dtype, backend, seconds", [
@@ -100,3 +103,21 @@ def test_the_limit_is_the_weights_as_held_over_the_bandwidth(dtype, backend, sec
 def test_each_dtype_has_its_store_and_bf16_is_the_scenarios():
     assert bench.STORES["bf16"] == "exo-models"
     assert set(bench.STORES) == set(d for d, dummy in bench.HELD_BYTES)
+
+
+def test_the_census_counts_beam_choices_and_compiled_kernels_in_the_instances_cache(tmp_path):
+    import sqlite3
+    cache = tmp_path / "bf16-CLANG-1-0" / ".cache" / "tinygrad"
+    cache.mkdir(parents=True)
+    connection = sqlite3.connect(str(cache / "cache.db"))
+    # tables as tinygrad names them, its cache VERSION the suffix
+    for table, rows in (("beam_search_18", 3), ("compile_clang_jit_18", 5), ("time_linearizer_18", 7)):
+        connection.execute("CREATE TABLE '%s' (key text, val blob)" % table)
+        connection.executemany("INSERT INTO '%s' VALUES (?, ?)" % table, [(str(i), b"x") for i in range(rows)])
+    connection.commit()
+    connection.close()
+    census = bench.cache_census(str(tmp_path))
+    assert (census["beam_kernels"], census["compiled_kernels"]) == (3, 5)
+    assert census["cache_mb"] > 0
+    # an instance that died before it compiled has no cache
+    assert bench.cache_census(str(tmp_path / "none")) == {}
