@@ -138,6 +138,12 @@ def port_errors(host, instances, discovery, proxy_base=None):
         if len(users) > 1:
             errors.append("host %s: %s port %d is used by %s; move %s apart (each instance uses base + its slot)"
                           % (host, proto, port, " and ".join(users), bases))
+    if discovery == "udp" and len(instances) > 1:
+        # exo listens on --listen-port and broadcasts to --broadcast-port, the same for every instance.
+        errors.append("host %s has %d instances and exo_node_discovery is udp: exo's UDP discovery broadcasts to "
+                      "exo_node_broadcast_port only, where the first instance listens, so the others never hear the "
+                      "ring; use exo_node_discovery: manual (the default), or one instance a host (exo_node_gpus)"
+                      % (host, len(instances)))
     return errors
 
 

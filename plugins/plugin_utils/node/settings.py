@@ -152,7 +152,8 @@ def check_settings(raw):
                         ("exo_node_api_clients", lambda v: client_errors(v["exo_node_api_clients"])),
                         ("exo_node_models", check_models), ("exo_node_api_proxy", proxy.setting_errors),
                         ("exo_node_skip_requirements", _check_requirements), ("exo_node_install_dir", _check_dirs),
-                        ("exo_node_address", _check_address), ("exo_node_firewall", _check_unguarded_clients)):
+                        ("exo_node_address", _check_address), ("exo_node_firewall", _check_unguarded_clients),
+                        ("exo_node_discovery", _check_udp_ports)):
         if name in values:
             errors.extend(check(values))
     return values, errors
@@ -188,6 +189,14 @@ def _check_address(values):
         return []
     return ["exo_node_address is %s, every address: exo binds gRPC to it and the ring's other nodes would be told to "
             "reach this host there; give the address they reach it at" % show(values["exo_node_address"])]
+
+
+def _check_udp_ports(values):
+    if values["exo_node_discovery"] != "udp" or values.get("exo_node_udp_port") == values.get("exo_node_broadcast_port"):
+        return []
+    return ["exo_node_udp_port is %s and exo_node_broadcast_port %s: exo's UDP discovery listens on the first and "
+            "broadcasts to the second, so no instance would hear another; give both the same port, or use "
+            "exo_node_discovery: manual (the default)" % (values.get("exo_node_udp_port"), values.get("exo_node_broadcast_port"))]
 
 
 def _check_unguarded_clients(values):

@@ -139,10 +139,9 @@ def test_discovery_and_engine_arguments(probed):
     assert "--node-id=h-%s" % uuid(1) in manual and "--node-port=50052" in manual
     assert "--chatgpt-api-port=52416" in manual and "--inference-engine=tinygrad" in manual
     assert not [a for a in manual if a.startswith("--listen-port")]
-    udp = ok(probed["two"], exo_node_discovery="udp", exo_node_udp_port=6000, exo_node_broadcast_port=6000)["instances"]
-    assert ["--listen-port=6000", "--listen-port=6001"] == [a for i in udp for a in i["args"]
-                                                            if a.startswith("--listen-port")]
-    assert all("--broadcast-port=6000" in i["args"] for i in udp)
+    udp = ok(probed["one"], exo_node_discovery="udp", exo_node_udp_port=6000, exo_node_broadcast_port=6000)["instances"]
+    assert [a for i in udp for a in i["args"] if a.startswith(("--listen-port", "--broadcast-port"))] == [
+        "--listen-port=6000", "--broadcast-port=6000"]
     dummy = ok(probed["one"], exo_node_inference_engine="dummy")["instances"][0]["args"]
     assert "--inference-engine=dummy" in dummy
 
@@ -257,6 +256,14 @@ def test_hf_endpoint_beside_placed_models_is_refused(probed):
     assert ok(probed["one"], exo_node_extra_env={"HF_ENDPOINT": "https://hf-mirror.example"})["instances"]
     assert ok(probed["one"], exo_node_extra_env={"OTHER": "x"}, exo_node_models=["llama-3.2-1b"],
               exo_node_model_store="/srv/models")["instances"]
+
+
+def test_udp_discovery_that_never_meets_is_refused(probed):
+    """exo listens on --listen-port and broadcasts to --broadcast-port: ports that differ, or a second instance
+    on a host (listening on the base plus its slot), never hear the ring."""
+    refused(probed["one"], "exo_node_udp_port is 6000 and exo_node_broadcast_port 6001: exo's UDP discovery listens",
+            exo_node_discovery="udp", exo_node_udp_port=6000, exo_node_broadcast_port=6001)
+    refused(probed["two"], "host h has 2 instances and exo_node_discovery is udp", exo_node_discovery="udp")
 
 
 def test_api_clients_without_the_firewall_are_refused(probed):
