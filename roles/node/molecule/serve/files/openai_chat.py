@@ -29,7 +29,9 @@ try:
                 result["chunks"].append(choice.delta.content)
             result["finish_reason"] = choice.finish_reason or result["finish_reason"]
 except Exception as problem:  # what the client raised is the answer when an instance dies
-    result["error"] = "%s: %s" % (type(problem).__name__, problem)
+    # An HTTP error's message is its status alone: exo's reason is in the body.
+    body = getattr(problem, "body", None)
+    result["error"] = "%s: %s%s" % (type(problem).__name__, problem, " %s" % json.dumps(body) if body else "")
 result["total_s"] = round(time.monotonic() - started, 2)
 result["ended_at"] = time.time()
 print(json.dumps(result, sort_keys=True))
