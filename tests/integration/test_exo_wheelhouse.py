@@ -33,7 +33,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from tests.helpers import REPO, examples, free_ports
 from tests.integration import exo_sources

@@ -16,7 +16,8 @@ import json
 import os
 import re
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements, wheelhouse as wheel_record
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 
