@@ -58,10 +58,10 @@ def node_models(settings, instances, host, store=None, placed=None, df=None):
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
-                 all_changed=False, started=None, mtimes=None, templates=None):
+                 all_changed=False, started=None, templates=None):
     return outcome.findings(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
                             security=security, changed=changed, all_changed=all_changed, started=started,
-                            mtimes=mtimes, templates=templates)
+                            templates=templates)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):
