@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import os
 import re
+import shutil
 
 from ansible_collections.gpufleet.exo.plugins.module_utils._exo_requirements import requirements as shape
 
@@ -51,6 +52,29 @@ def provider_metadata(venv):
     newest = sorted(found, key=lambda entry: entry[0])[-1][1]
     with open(os.path.join(os.path.dirname(newest), "METADATA"), errors="replace") as handle:
         return handle.read()
+
+
+def inspect(params, run):
+    """What the node planner decides the install from (the filter gpufleet.exo.node_install's venv):
+    {"python": the virtualenv's interpreter exists, "ensurepip": the rc of `PYTHON -m ensurepip
+    --version` where the virtualenv is still to be made (else None), "exe": bin/exo exists, "marker":
+    the source the marker names, "" where there is none}.
+
+    Debian's own Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; other
+    builds (pyenv, python.org, EL) have it built in. A Python not installed yet (check mode before
+    the role installs it) cannot: rc 2, as for a command not found.
+    """
+    venv = params["path"]
+    exists = os.path.exists(os.path.join(venv, "bin", "python"))
+    ensurepip = None
+    if not exists:
+        ensurepip = run([params["python"], "-m", "ensurepip", "--version"])[0] if shutil.which(params["python"]) else 2
+    marker = ""
+    if params["marker"] and os.path.isfile(params["marker"]):
+        with open(params["marker"], errors="replace") as handle:
+            marker = handle.read().strip()
+    return {"python": exists, "ensurepip": ensurepip, "exe": os.path.exists(os.path.join(venv, "bin", "exo")),
+            "marker": marker}
 
 
 def executable(path):

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpufleet.exo.exo_venv on this machine, its EXAMPLES as written but for their paths: a wheelhouse of
 a small exo of the tests' own (its command, its declared requirements, one left out), installed with
-no index; check mode before there is a virtualenv, a second run, and a refusal before pip runs."""
+no index; what it inspects before and after, check mode before there is a virtualenv, a second run,
+and a refusal before pip runs."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -46,6 +47,8 @@ def example_play(tmp_path, **changes):
         .replace("/srv/wheelhouse", str(tmp_path / "wheelhouse")).replace("/usr/bin/python3", sys.executable)
     tasks = yaml.safe_load(text)
     tasks[0]["gpufleet.exo.exo_venv"].update(changes)
+    # What the second example says is not there to say when the module only inspects.
+    tasks = tasks[:1] if changes.get("inspect") else tasks
     tasks.append({"name": "Show the result", "ansible.builtin.debug": {"var": "exo_venv"}})
     return tasks_play(yaml.safe_dump(tasks))
 
@@ -63,6 +66,10 @@ def test_exo_venv_installs_exo_and_what_it_declares_then_changes_nothing(tmp_pat
           requires=["helper==1.0", "nuitka==2.4"], entry_points="[console_scripts]\nexo = exo_main:main\n")
     wheel(str(tmp_path / "wheelhouse"), "helper", "1.0", {"helper.py": "VALUE = 1\n"})
     venv = tmp_path / "exo"
+
+    proc, result = run(tmp_path, inspect=True)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    assert result["inspected"] == {"python": False, "ensurepip": 0, "exe": False, "marker": ""}
 
     proc, result = run(tmp_path, check=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
@@ -82,7 +89,10 @@ def test_exo_venv_installs_exo_and_what_it_declares_then_changes_nothing(tmp_pat
     assert len(note) == 1 and open(note[0]).read() == "import sys\n" and os.stat(note[0]).st_mode & 0o777 == 0o644
     assert not glob.glob(str(venv / "lib" / "python3*" / "site-packages" / "nuitka*"))
 
-    # What the role's later runs give: exo as the marker names it, nothing to install.
+    # What the role's later runs find, and then give: exo as the marker names it, nothing to install.
+    proc, result = run(tmp_path, inspect=True)
+    assert result["inspected"] == {"python": True, "ensurepip": None, "exe": True,
+                                   "marker": "path %s" % (tmp_path / "wheelhouse" / "exo-0.0.1-py3-none-any.whl")}
     proc, result = run(tmp_path, install=False)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert not result["changed"] and not result["exo_changed"] and result["commands"] == []
