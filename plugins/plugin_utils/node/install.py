@@ -241,20 +241,22 @@ def steps(raw, os_family=None, python_choice=None, python_version=None, venv=Non
     each optional until it is known: python_choice (filter node_python), python_version (`python
     --version`), venv (what gpufleet.exo.exo_venv inspected: the virtualenv's python, ensurepip,
     exo's executable and the marker), node_plan (the filter node_plan's answer so far) and stage
-    (the copy of a path source to the host, skipped for the others). verify adds the wheels of exo_node_wheelhouse whose content is
-    not the recorded one to the errors: a read of the whole wheelhouse, which the tasks ask for once, right before
-    pip installs from it.
+    (the copy of a path source to the host, skipped for the others). verify adds the wheels of exo_node_wheelhouse
+    whose content is not the recorded one to the errors where pip is to install from it (needed): a read of the
+    whole wheelhouse, which costs as much as the install.
     """
     settings, errors = check_settings(raw)
     if errors:
         return dict(UNPLANNED, errors=errors)
     errors = source_errors(settings)
-    if verify and settings["exo_node_wheelhouse"] and not errors:
+    source = source_id(settings) if not errors else None
+    pip_runs = needed(source, stage, venv)
+    if verify and settings["exo_node_wheelhouse"] and not errors and pip_runs:
         errors = wheelhouse_errors(settings, verify=True)
+        source = source if not errors else None
     version_result = python_version or {}
     release = python_release(version_result)
     source_path = settings["exo_node_source_path"].rstrip("/")
-    source = source_id(settings) if not errors else None
     return {
         "errors": errors,
         "python_release": release,
@@ -267,5 +269,5 @@ def steps(raw, os_family=None, python_choice=None, python_version=None, venv=Non
         "pip": pip_command(settings),
         "staged_source": staged_source(settings),
         "source_is_dir": settings["exo_node_source"] == "path" and os.path.isdir(source_path),
-        "needed": needed(source, stage, venv),
+        "needed": pip_runs,
     }

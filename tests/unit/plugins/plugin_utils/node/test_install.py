@@ -132,6 +132,11 @@ def test_a_wheel_changed_after_the_build_is_refused_where_the_tasks_verify(tmp_p
                                 % (tmp_path, hashlib.sha256(b"numpy, tampered").hexdigest()))
     assert "build the wheelhouse again with scripts/exo-wheelhouse.py" in errors[0]
     assert install(given, verify=True)["source_id"] is None
+    # A host with exo from this wheelhouse already: pip does not run, and the wheels are not read.
+    source = install(given)["source_id"]
+    installed = {"python": True, "ensurepip": None, "exe": True, "marker": source}
+    assert install(given, venv=installed, verify=True)["errors"] == []
+    assert install(given, venv=installed, verify=True)["needed"] is False
 
 
 def test_a_wheel_added_after_the_build_is_refused_by_every_check(tmp_path):
