@@ -65,7 +65,8 @@ from tests.helpers import free_ports  # noqa: E402
 from tests.integration import exo_sources  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_api as exo_api  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings  # noqa: E402
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements, models  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models  # noqa: E402
 
 MODEL = "llama-3.2-1b"
 ENGINE = "tinygrad"

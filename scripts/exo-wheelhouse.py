@@ -9,7 +9,7 @@
 DEST receives wheels of exo and tinygrad (built from SOURCE: an archive, a directory or a URL pip
 accepts; by default exo's repository at the role's pinned commit and tinygrad at the commit exo
 pins), the wheels of what exo needs at run time for the target Python and platform (exo's declared
-requirements as the role filters them, plugins/plugin_utils/node/exo_requirements.py),
+requirements as the role filters them, plugins/module_utils/_exo_requirements.py),
 requirements.txt, every wheel with its sha256 in pip's hash format (the role installs with
 --require-hashes from it and refuses a wheel changed or added later), and exo-wheelhouse.yml, the
 role variables that install from it. pip runs with a CPython of the target
@@ -36,7 +36,7 @@ import tempfile
 import zipfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-REQUIREMENTS_CODE = os.path.join(REPO, "plugins", "plugin_utils", "node", "exo_requirements.py")
+REQUIREMENTS_CODE = os.path.join(REPO, "plugins", "module_utils", "_exo_requirements.py")
 RECORD_CODE = os.path.join(REPO, "plugins", "plugin_utils", "node", "wheelhouse.py")
 ROLE_DEFAULTS = os.path.join(REPO, "roles", "node", "defaults", "main.yml")
 STAMP = ".exo-wheelhouse.json"

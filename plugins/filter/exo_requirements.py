@@ -5,7 +5,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.exo_requirements import requirements
+from ansible_collections.gpufleet.exo.plugins.module_utils._exo_requirements import requirements
 
 
 def exo_requirements(metadata, skip=(), replace=None, tinygrad="", add=()):

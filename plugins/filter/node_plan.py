@@ -58,21 +58,20 @@ def node_models(settings, instances, host, store=None, placed=None, df=None):
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
-                 all_changed=False, started=None, mtimes=None, templates=None):
+                 all_changed=False, started=None, templates=None):
     return outcome.findings(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
                             security=security, changed=changed, all_changed=all_changed, started=started,
-                            mtimes=mtimes, templates=templates)
+                            templates=templates)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):
     return choose(facts, python, distribution_python, min_version, max_version)
 
 
-def node_install(settings, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None,
-                 plan=None, stage=None, exe=None, marker=None, verify=False):
+def node_install(settings, os_family=None, python_choice=None, python_version=None, venv=None, plan=None, stage=None,
+                 verify=False):
     return install.steps(settings, os_family=os_family, python_choice=python_choice, python_version=python_version,
-                         venv=venv, ensurepip=ensurepip, node_plan=plan, stage=stage, exe=exe, marker=marker,
-                         verify=verify)
+                         venv=venv, node_plan=plan, stage=stage, verify=verify)
 
 
 def node_settings(settings, host):

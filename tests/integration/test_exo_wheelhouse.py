@@ -35,7 +35,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from tests.helpers import REPO, examples, free_ports
 from tests.integration import exo_sources
@@ -204,7 +204,7 @@ def test_the_role_installs_exo_from_the_wheelhouse_with_every_hash_checked(workd
     assert proc.returncode == 0, proc.stdout[-6000:]
     install_dir = tmp_path / "exo_node_install_dir"
     assert (install_dir / "bin" / "exo").exists()
-    exo_step = proc.stdout[proc.stdout.index("TASK [gpufleet.exo.node : Install exo into its virtualenv, without its"):]
+    exo_step = proc.stdout[proc.stdout.index("TASK [gpufleet.exo.node : Install exo, what it needs and the collection"):]
     assert "--require-hashes" in exo_step[:3000], exo_step[:3000]
     assert "--requirement=%s/wheelhouse/requirements.txt" % install_dir in exo_step[:3000]
     with open(os.path.join(copy, wheel_record.RECORD)) as handle:

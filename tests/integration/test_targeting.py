@@ -186,7 +186,8 @@ def test_preflight_checks_the_fleet_and_changes_nothing(fleet):
     assert kinds == {"gpu-a": ["gpu"] * 4, "gpu-b": ["cpu"], "cpu-a": ["cpu"]}
     # Neither the install nor the configure phase ran.
     names = set(ran(report, "node")) | set(ran(report, "driver"))
-    assert not names & {"Create exo's virtualenv", "Write the units and each instance's settings", "Stop and disable them",
+    assert not names & {"Install exo, what it needs and the collection's patches into its virtualenv",
+                        "Write the units and each instance's settings", "Stop and disable them",
                         "Install the packages of the plan", "Load the driver, rebooting where that is needed and allowed"}
     assert "Find what is wrong with the role's variables" in names and "Decide from the device facts" in names
 

@@ -11,12 +11,12 @@ and nothing else does.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import base64
 import json
 import os
 import re
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements, wheelhouse as wheel_record
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 
@@ -205,11 +205,6 @@ def install_spec(settings):
             "index": lambda: settings["exo_node_index_requirement"]}[settings["exo_node_source"]]()
 
 
-def marker_text(marker):
-    """The source the virtualenv's marker names, from its registered slurp ("" where there is none)."""
-    return base64.b64decode((marker or {}).get("content") or "").decode("utf-8").strip()
-
-
 def same_source(recorded, source):
     """Whether the marker's text names source (source_id()): the same text, or the same but for a short
     commit id where source has the full id it begins with (what releases before full ids recorded)."""
@@ -224,11 +219,11 @@ def same_source(recorded, source):
     return len(recorded_id) >= 7 and len(full_id) == 40 and full_id.startswith(recorded_id)
 
 
-def needed(source, stage, exe, marker):
+def needed(source, stage, venv):
     """Whether pip installs exo: the copy of a path source changed, exo is missing, or the marker names
-    another source than source (same_source())."""
-    exists = ((exe or {}).get("stat") or {}).get("exists", False)
-    return bool((stage or {}).get("changed")) or not exists or not same_source(marker_text(marker), source or "")
+    another source than source (same_source()); venv is what gpufleet.exo.exo_venv inspected."""
+    venv = venv or {}
+    return bool((stage or {}).get("changed")) or not venv.get("exe") or not same_source(venv.get("marker") or "", source or "")
 
 
 # What steps() answers when a setting is wrong: the errors alone.
@@ -236,42 +231,43 @@ UNPLANNED = {"python_release": "", "python_errors": [], "packages": [], "spec": 
              "staged_source": None, "source_is_dir": False, "needed": False}
 
 
-def steps(raw, os_family=None, python_choice=None, python_version=None, venv=None, ensurepip=None, node_plan=None,
-          stage=None, exe=None, marker=None, verify=False):
+def steps(raw, os_family=None, python_choice=None, python_version=None, venv=None, node_plan=None, stage=None,
+          verify=False):
     """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
     "source_is_dir", "needed"}: what the install tasks do.
 
     raw: the role's variables as given, all of them (roles/node/tasks/preflight.yml reads them); a
     bad one gives its error and nothing else. The host's state comes as the tasks registered it,
     each optional until it is known: python_choice (filter node_python), python_version (`python
-    --version`), venv (stat of the virtualenv's python), ensurepip (`python -m ensurepip --version`,
-    skipped where the virtualenv exists), node_plan (the filter node_plan's answer so far), stage
-    (the copy of a path source to the host, skipped for the others), exe (stat of exo's executable)
-    and marker (slurp of the virtualenv's marker). verify adds the wheels of exo_node_wheelhouse whose content is
-    not the recorded one to the errors: a read of the whole wheelhouse, which the tasks ask for once, right before
-    pip installs from it.
+    --version`), venv (what gpufleet.exo.exo_venv inspected: the virtualenv's python, ensurepip,
+    exo's executable and the marker), node_plan (the filter node_plan's answer so far) and stage
+    (the copy of a path source to the host, skipped for the others). verify adds the wheels of exo_node_wheelhouse
+    whose content is not the recorded one to the errors where pip is to install from it (needed): a read of the
+    whole wheelhouse, which costs as much as the install.
     """
     settings, errors = check_settings(raw)
     if errors:
         return dict(UNPLANNED, errors=errors)
     errors = source_errors(settings)
-    if verify and settings["exo_node_wheelhouse"] and not errors:
+    source = source_id(settings) if not errors else None
+    pip_runs = needed(source, stage, venv)
+    if verify and settings["exo_node_wheelhouse"] and not errors and pip_runs:
         errors = wheelhouse_errors(settings, verify=True)
+        source = source if not errors else None
     version_result = python_version or {}
     release = python_release(version_result)
     source_path = settings["exo_node_source_path"].rstrip("/")
-    source = source_id(settings) if not errors else None
     return {
         "errors": errors,
         "python_release": release,
         "python_errors": python_errors(settings, python_choice, version_result, release) if python_choice and python_version
         else [],
-        "packages": packages(settings, os_family, release, ((venv or {}).get("stat") or {}).get("exists", True),
-                             (ensurepip or {}).get("rc", 0), node_plan),
+        "packages": packages(settings, os_family, release, (venv or {}).get("python", True), (venv or {}).get("ensurepip"),
+                             node_plan),
         "spec": install_spec(settings) if not errors else None,
         "source_id": source,
         "pip": pip_command(settings),
         "staged_source": staged_source(settings),
         "source_is_dir": settings["exo_node_source"] == "path" and os.path.isdir(source_path),
-        "needed": needed(source, stage, exe, marker),
+        "needed": pip_runs,
     }

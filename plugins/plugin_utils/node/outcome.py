@@ -6,11 +6,6 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import re
-
-EXPOSURE_RE = re.compile(r"Overall exposure level for \S+: ([0-9.]+)")
-# exo@.service, the source marker, the instance's env file and drop-in: what its process was started from.
-STARTED_RE = re.compile(r"^@([0-9]+)$")
 # What systemd reads of the files node_files lists: a change to one needs a daemon reload.
 UNIT_FILES = ("unit", "dropin", "firewall_unit")
 
@@ -43,20 +38,14 @@ def devices_note(host, missing, modprobe):
             "restarts" % (host, ", ".join(missing), said))
 
 
-def exposure(text):
-    """The overall exposure systemd-analyze security printed, as it printed it, or None."""
-    match = EXPOSURE_RE.search(text or "")
-    return match.group(1) if match else None
+def _units(checked):
+    """What the module gpufleet.exo.exo_unit_check found of each unit (none where it was skipped)."""
+    return (checked or {}).get("units") or []
 
 
 def exposures(security):
-    """Each instance's exposure figure from the registered security loop: {name: "1.6"}."""
-    figures = {}
-    for result in _results(security):
-        figure = exposure(result.get("stdout"))
-        if figure:
-            figures[result["item"]["name"]] = figure
-    return figures
+    """Each instance's exposure figure from exo_unit_check's security check: {name: "1.6"}."""
+    return dict((u["name"], u["exposure"]) for u in _units(security) if u.get("exposure"))
 
 
 def written(templates):
@@ -70,16 +59,15 @@ def written(templates):
     return changed
 
 
-def restarts(instances, existing, changed, all_changed=False, started=None, mtimes=None):
+def restarts(instances, existing, changed, all_changed=False, started=None):
     """The instances to restart, in the plan's order.
 
     changed: the registered loops that wrote the instances' files (a list of them); each item names
     the instances its change restarts ("instances", else its own "name"); all_changed: exo itself
     changed. An instance new in this run is started, not restarted. Besides, an instance
     still running with settings older than its files (a run that stopped before its handlers) is
-    restarted: started and mtimes are registered loops over the instances, the first line of
-    started's output the ActiveEnterTimestamp of `systemctl show` (@seconds), and mtimes' lines of
-    digits the files' modification times (one loop may give both).
+    restarted: started is exo_unit_check's answer with its started check (when each instance last
+    started, and the newest modification time of its files).
     """
     names = [i["name"] for i in instances]
     if all_changed:
@@ -90,18 +78,13 @@ def restarts(instances, existing, changed, all_changed=False, started=None, mtim
         touched = set(name for loop in changed or [] for r in _results(loop) if r.get("changed")
                       for name in _item(r).get("instances", [_item(r).get("name")]))
     wanted = set(name for name in touched if name in existing)
-    times = dict((r["item"]["name"], r.get("stdout_lines") or []) for r in _results(mtimes))
-    for result in _results(started):
-        match = STARTED_RE.match(((result.get("stdout") or "").splitlines() or [""])[0])
-        name = result["item"]["name"]
-        stamps = [int(line) for line in times.get(name, []) if line.strip().isdigit()]
-        if match and stamps and max(stamps) > int(match.group(1)):
-            wanted.add(name)
+    wanted.update(u["name"] for u in _units(started)
+                  if u.get("started") is not None and u.get("modified") is not None and u["modified"] > u["started"])
     return [name for name in names if name in wanted]
 
 
 def findings(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
-             all_changed=False, started=None, mtimes=None, templates=None):
+             all_changed=False, started=None, templates=None):
     """What the configure step found, from what its tasks registered (each argument may be left out).
 
     templates: the registered template loop over node_files' templates, for "written". The template
@@ -115,5 +98,5 @@ def findings(instances, host, existing=(), device_stats=None, modprobe=None, sec
         "devices_note": devices_note(host, missing, modprobe),
         "exposure": exposures(security),
         "written": written(templates),
-        "restart": restarts(instances, existing, changed, all_changed=all_changed, started=started, mtimes=mtimes),
+        "restart": restarts(instances, existing, changed, all_changed=all_changed, started=started),
     }

@@ -17,7 +17,8 @@ import re
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet.capacity import MODELS
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements, proxy
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import client_errors
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 

@@ -8,7 +8,6 @@ __doc__ = """How the node role puts exo into its virtualenv (plugins/plugin_util
 the filter gpufleet.exo.node_install, with the role's defaults and the host's state as the tasks
 register it."""
 
-import base64
 import hashlib
 import os
 import sys
@@ -29,8 +28,8 @@ CHOICE = {"python": "/usr/bin/python3", "packages": [], "release": None, "errors
           "advice": "point exo_node_python at a CPython 3.10 to 3.12 on the host"}
 # What the tasks register: `python --version`, stat of the virtualenv's python, `python -m ensurepip --version`.
 VERSION_311 = {"rc": 0, "stdout": "Python 3.11.2", "stderr": ""}
-NO_VENV = {"stat": {"exists": False}}
-NO_ENSUREPIP = {"rc": 1, "stdout": "", "stderr": "No module named ensurepip"}
+# What gpufleet.exo.exo_venv inspects where the virtualenv is still to be made and the Python lacks ensurepip.
+NO_VENV = {"python": False, "ensurepip": 1, "exe": False, "marker": ""}
 
 
 def settings(**changes):
@@ -80,9 +79,8 @@ RECORDED = [
 @pytest.mark.parametrize("recorded, again", RECORDED)
 def test_a_host_installed_from_the_short_commit_id_is_not_installed_again(recorded, again):
     plan = install(settings(exo_node_skip_requirements=["b", "a"], exo_node_replace_requirements={}))
-    marker = {"content": base64.b64encode((recorded + "\n" + plan["source_id"].partition("\n")[2]).encode()).decode()}
-    exe = {"stat": {"exists": True}}
-    assert install_plan.needed(plan["source_id"], {"changed": False}, exe, marker) is again
+    venv = {"python": True, "ensurepip": None, "exe": True, "marker": recorded + "\n" + plan["source_id"].partition("\n")[2]}
+    assert install_plan.needed(plan["source_id"], {"changed": False}, venv) is again
 
 
 def test_every_setting_that_shapes_the_install_changes_the_marker():
@@ -134,6 +132,11 @@ def test_a_wheel_changed_after_the_build_is_refused_where_the_tasks_verify(tmp_p
                                 % (tmp_path, hashlib.sha256(b"numpy, tampered").hexdigest()))
     assert "build the wheelhouse again with scripts/exo-wheelhouse.py" in errors[0]
     assert install(given, verify=True)["source_id"] is None
+    # A host with exo from this wheelhouse already: pip does not run, and the wheels are not read.
+    source = install(given)["source_id"]
+    installed = {"python": True, "ensurepip": None, "exe": True, "marker": source}
+    assert install(given, venv=installed, verify=True)["errors"] == []
+    assert install(given, venv=installed, verify=True)["needed"] is False
 
 
 def test_a_wheel_added_after_the_build_is_refused_by_every_check(tmp_path):
@@ -223,14 +226,14 @@ def test_an_index_requirement_for_another_name_needs_no_index():
 
 def test_the_venv_package_only_where_the_virtualenv_cannot_be_made_as_it_is():
     debian = dict(os_family="Debian", python_choice=CHOICE, python_version=VERSION_311)
-    assert install(venv=NO_VENV, ensurepip=NO_ENSUREPIP, **debian)["packages"] == ["python3.11-venv", "git", "nftables"]
-    # ensurepip skipped (the virtualenv exists) or present: no venv package
-    assert install(venv={"stat": {"exists": True}}, ensurepip={"skipped": True}, **debian)["packages"] == ["git", "nftables"]
-    assert install(venv=NO_VENV, ensurepip={"rc": 0}, **debian)["packages"] == ["git", "nftables"]
+    assert install(venv=NO_VENV, **debian)["packages"] == ["python3.11-venv", "git", "nftables"]
+    # ensurepip not asked (the virtualenv exists) or present: no venv package
+    assert install(venv=dict(NO_VENV, python=True, ensurepip=None), **debian)["packages"] == ["git", "nftables"]
+    assert install(venv=dict(NO_VENV, ensurepip=0), **debian)["packages"] == ["git", "nftables"]
     # EL and the other families build ensurepip in; a path source needs no git
-    assert install(os_family="RedHat", venv=NO_VENV, ensurepip=NO_ENSUREPIP)["packages"] == ["git", "nftables"]
+    assert install(os_family="RedHat", venv=NO_VENV)["packages"] == ["git", "nftables"]
     assert install(settings(exo_node_source="index", exo_node_index_requirement="exo-fork"),
-                   venv=NO_VENV, ensurepip=NO_ENSUREPIP, **debian)["packages"] == ["python3.11-venv", "nftables"]
+                   venv=NO_VENV, **debian)["packages"] == ["python3.11-venv", "nftables"]
 
 
 def test_a_cpu_instance_brings_the_compiler_of_tinygrads_cpu_backend_before_the_facts_are_gathered():

@@ -52,15 +52,6 @@ def test_the_templates_of_node_files_restart_the_instances_they_name_and_say_wha
     assert outcome.written({"skipped": True})["unit"] is False
 
 
-def test_one_command_gives_the_start_and_the_files_modification_times(probed):
-    instances = ok(probed["two"])["instances"]
-    times = loop(instances, **{uuid(0): {"stdout": "@1700000100\n1700000000\n1700000200",
-                                         "stdout_lines": ["@1700000100", "1700000000", "1700000200"]},
-                               uuid(1): {"stdout": "@1700000100\n1700000000",
-                                         "stdout_lines": ["@1700000100", "1700000000"]}})
-    assert outcome.restarts(instances, [], [], started=times, mtimes=times) == [uuid(0)]
-
-
 def test_a_new_model_link_restarts_the_instances_that_read_it(probed):
     instances = ok(probed["four"])["instances"]
     before = [uuid(n) for n in range(4)]
@@ -77,28 +68,29 @@ def test_a_new_unit_or_exo_restarts_every_instance_that_ran_before(probed):
     assert outcome.restarts(instances, before, [loop(instances)], all_changed=True) == before
 
 
+def units(**by_name):
+    """What gpufleet.exo.exo_unit_check returns: what it found of each unit, by instance name."""
+    return {"changed": False, "units": [dict(found, name=name, unit="exo@%s.service" % name) for name, found in by_name.items()]}
+
+
 def test_an_instance_older_than_its_files_restarts(probed):
     # A run that stopped before its handlers left exo@GPU-1 running on settings older than its files.
     instances = ok(probed["two"])["instances"]
-    started = loop(instances, **{uuid(0): {"stdout": "@1700000100"}, uuid(1): {"stdout": "@1700000100"}})
-    mtimes = loop(instances, **{uuid(0): {"stdout_lines": ["1700000000", "1700000050"]},
-                                uuid(1): {"stdout_lines": ["1700000000", "1700000200"]}})
-    assert outcome.restarts(instances, [], [], started=started, mtimes=mtimes) == [uuid(1)]
-    # Never started (systemd says nothing or "n/a"), or its files could not be read: no restart.
-    started = loop(instances, **{uuid(0): {"stdout": ""}, uuid(1): {"stdout": "n/a"}})
-    assert outcome.restarts(instances, [], [], started=started, mtimes=mtimes) == []
-    started = loop(instances, **{uuid(1): {"stdout": "@1700000100"}})
-    assert outcome.restarts(instances, [], [], started=started, mtimes=loop(instances)) == []
+    started = units(**{uuid(0): {"started": 1700000100, "modified": 1700000050},
+                       uuid(1): {"started": 1700000100, "modified": 1700000200}})
+    assert outcome.restarts(instances, [], [], started=started) == [uuid(1)]
+    # Never started, or none of its files could be read: no restart.
+    started = units(**{uuid(0): {"started": None, "modified": 1700000200},
+                       uuid(1): {"started": 1700000100, "modified": None}})
+    assert outcome.restarts(instances, [], [], started=started) == []
+    # Check mode skips the module: a skipped result has no units.
+    assert outcome.restarts(instances, [], [], started={"skipped": True, "changed": False}) == []
 
 
 def test_exposure_figures_from_systemd_analyze(probed):
     instances = ok(probed["two"])["instances"]
-    security = loop(instances, **{
-        uuid(0): {"stdout": "  NAME  DESCRIPTION  EXPOSURE\n→ Overall exposure level for exo@%s.service: 1.6 OK :-)"
-                            % uuid(0)},
-        uuid(1): {"stdout": "", "stderr": "Failed to open unit"}})
-    assert outcome.exposures(security) == {uuid(0): "1.6"}
-    # Check mode skips the loop: a skipped result has no results.
+    security = units(**{uuid(0): {"exposure": "1.6"}, uuid(1): {"exposure": None}})
+    assert outcome.findings(instances, "h", security=security)["exposure"] == {uuid(0): "1.6"}
     assert outcome.exposures({"skipped": True, "changed": False}) == {}
 
 

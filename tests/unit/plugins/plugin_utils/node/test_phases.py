@@ -9,7 +9,6 @@ at hand count or only preview the plan (plugins/plugin_utils/node/facts.py, plan
 node_plan), whether pip installs exo (install.py, filter node_install), and whether a changed template
 unit restarts every instance (outcome.py, filter node_outcome). Each table is one decision, case by case."""
 
-import base64
 import copy
 import json
 import os
@@ -113,32 +112,30 @@ def install_steps(**state):
 SOURCE = install_steps()["source_id"]
 
 
-def slurped(text):
-    return {"content": base64.b64encode(text.encode("utf-8")).decode("ascii"), "encoding": "base64"}
+def venv(exe, marker):
+    """What gpufleet.exo.exo_venv inspects on a host with its virtualenv: bin/exo there or not, the marker's text."""
+    return {"python": True, "ensurepip": None, "exe": exe, "marker": marker}
 
 
-INSTALLED = {"stat": {"exists": True, "executable": True}}
-MISSING = {"stat": {"exists": False}}
-NO_MARKER = {"failed": True, "msg": "file not found"}
 SKIPPED = {"skipped": True, "changed": False}
 
-# name: (stage: the copy of a path source, exe: stat of bin/exo, marker: slurp of the marker, pip runs)
+# name: (stage: the copy of a path source, venv: what exo_venv inspected, pip runs)
 NEEDED = {
-    "a new host": (SKIPPED, MISSING, NO_MARKER, True),
-    "installed from this source": (SKIPPED, INSTALLED, slurped(SOURCE + "\n"), False),
-    "the marker names another source": (SKIPPED, INSTALLED, slurped("git https://example.org/exo.git abc\n"), True),
-    "installed before markers": (SKIPPED, INSTALLED, NO_MARKER, True),
-    "exo removed, the marker left": (SKIPPED, MISSING, slurped(SOURCE + "\n"), True),
-    "the copy of a path source changed": ({"changed": True}, INSTALLED, slurped(SOURCE + "\n"), True),
-    "the copy of a path source as it was": ({"changed": False}, INSTALLED, slurped(SOURCE), False),
-    "nothing known yet": (None, None, None, True),
+    "a new host": (SKIPPED, {"python": False, "ensurepip": 0, "exe": False, "marker": ""}, True),
+    "installed from this source": (SKIPPED, venv(True, SOURCE), False),
+    "the marker names another source": (SKIPPED, venv(True, "git https://example.org/exo.git abc"), True),
+    "installed before markers": (SKIPPED, venv(True, ""), True),
+    "exo removed, the marker left": (SKIPPED, venv(False, SOURCE), True),
+    "the copy of a path source changed": ({"changed": True}, venv(True, SOURCE), True),
+    "the copy of a path source as it was": ({"changed": False}, venv(True, SOURCE), False),
+    "nothing known yet": (None, None, True),
 }
 
 
 @pytest.mark.parametrize("name", sorted(NEEDED))
 def test_pip_installs_exo_only_where_the_host_lacks_this_source(name):
-    stage, exe, marker, needed = NEEDED[name]
-    assert install_steps(stage=stage, exe=exe, marker=marker)["needed"] is needed
+    stage, inspected, needed = NEEDED[name]
+    assert install_steps(stage=stage, venv=inspected)["needed"] is needed
 
 
 INSTANCES = [{"name": "GPU-1", "kind": "gpu"}, {"name": "GPU-2", "kind": "gpu"}, {"name": "GPU-3", "kind": "gpu"}]

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What a node installs of exo's declared requirements (plugins/plugin_utils/node/exo_requirements.py,
+"""What a node installs of exo's declared requirements (plugins/module_utils/_exo_requirements.py,
 the filter gpufleet.exo.exo_requirements), with the node role's defaults."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.exo_requirements import FilterModule
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import exo_requirements
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
 from tests.helpers import REPO
 
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as _handle:

@@ -1,0 +1,214 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: exo_venv
+short_description: Install exo, what it needs and the collection's patches into exo's virtualenv
+version_added: 1.0.0
+description:
+  - With O(inspect), only says what the node planner decides the install from (RV(inspected)).
+  - Makes exo's virtualenv at O(path) with O(python) where it is missing.
+  - With O(install), installs exo into it without its dependencies (C(--force-reinstall --no-deps O(spec))),
+    then the requirements exo declares, as the filter P(gpufleet.exo.exo_requirements#filter) shapes them
+    from the C(METADATA) of the distribution that provides the C(exo) command (the newest where a
+    source replaced another). Refuses, before pip runs, requirements settings that are wrong or a
+    C(METADATA) it cannot read.
+  - Writes O(files) into the virtualenv's C(purelib), and O(source_id) into the marker O(marker).
+  - Installs O(probe_packages) on every run; pip leaves what is installed alone, and only
+    C(Successfully installed) counts as a change.
+  - Fails where C(bin/exo) is not an executable afterwards.
+  - pip runs as a command with O(pip), not through M(ansible.builtin.pip), which needs the packaging
+    library on the host and decides a change by names, which a forced reinstall defeats.
+author:
+  - gpufleet.exo contributors (@gpufleet)
+options:
+  path:
+    description: exo's virtualenv (C(exo_node_install_dir)).
+    type: path
+    required: true
+  python:
+    description: The interpreter that makes the virtualenv where it is missing.
+    type: path
+    required: true
+  inspect:
+    description: Change nothing; return RV(inspected) alone.
+    type: bool
+    default: false
+  pip:
+    description:
+      - pip's command line in the virtualenv, up to what it installs (the filter P(gpufleet.exo.node_install#filter)'s C(pip)).
+      - Required unless O(inspect).
+    type: list
+    elements: str
+  install:
+    description: Whether exo itself is installed (the filter P(gpufleet.exo.node_install#filter)'s C(needed)).
+    type: bool
+    default: false
+  spec:
+    description: What pip is given for exo with O(install) (C(node_install)'s C(spec)).
+    type: str
+  skip_requirements:
+    description: C(exo_node_skip_requirements).
+    type: list
+    elements: str
+    default: []
+  replace_requirements:
+    description: C(exo_node_replace_requirements).
+    type: dict
+    default: {}
+  tinygrad_requirement:
+    description: C(exo_node_tinygrad_requirement).
+    type: str
+    default: ""
+  add_requirements:
+    description: C(exo_node_add_requirements).
+    type: list
+    elements: str
+    default: []
+  files:
+    description: File names and their content, written into the virtualenv's C(purelib) with mode C(0644).
+    type: dict
+    default: {}
+  marker:
+    description: The file that records the source exo was installed from.
+    type: path
+    required: true
+  source_id:
+    description: What O(marker) records (C(node_install)'s C(source_id)), followed by a newline. Required unless O(inspect).
+    type: str
+  probe_packages:
+    description: Packages installed for gpufleet.exo.device_facts run with the virtualenv's interpreter.
+    type: list
+    elements: str
+    default: []
+attributes:
+  check_mode:
+    support: full
+    description: >-
+      Runs no pip and makes no virtualenv; says whether they would be, and whether the files and
+      the marker would change. The requirements are shaped where exo is installed already.
+  diff_mode:
+    support: none
+    description: The files it writes are the collection's own.
+"""
+
+EXAMPLES = r"""
+# exo's wheel and what it declares from a wheelhouse on the host, as a host without an index
+# installs them; the role passes gpufleet.exo.node_install's answer instead.
+- name: Install exo into /opt/exo from the wheelhouse in /srv/wheelhouse
+  gpufleet.exo.exo_venv:
+    path: /opt/exo
+    python: /usr/bin/python3
+    pip: [/opt/exo/bin/python, -m, pip, install, --disable-pip-version-check, --no-index, --find-links, /srv/wheelhouse]
+    install: true
+    spec: /srv/wheelhouse/exo-0.0.1-py3-none-any.whl
+    skip_requirements: [nuitka]
+    files:
+      site_note.pth: "import sys\n"
+    marker: /opt/exo/.gpufleet-exo-source
+    source_id: path /srv/wheelhouse/exo-0.0.1-py3-none-any.whl
+  register: exo_venv
+
+- name: Say which exo it is
+  ansible.builtin.debug:
+    msg: "{{ exo_venv.requirements.name }} {{ exo_venv.requirements.version }}, changed: {{ exo_venv.exo_changed }}"
+  # None in check mode before exo is first installed.
+  when: exo_venv.requirements is not none
+"""
+
+RETURN = r"""
+inspected:
+  description: With O(inspect), what the filter P(gpufleet.exo.node_install#filter) takes as its C(venv).
+  returned: with O(inspect)
+  type: dict
+  contains:
+    python:
+      description: Whether the virtualenv's C(bin/python) exists.
+      type: bool
+    ensurepip:
+      description: Where it does not, the return code of C(O(python) -m ensurepip --version) (2 where O(python) is missing); else null.
+      type: int
+    exe:
+      description: Whether the virtualenv's C(bin/exo) exists.
+      type: bool
+    marker:
+      description: The text of O(marker), stripped; empty where there is none.
+      type: str
+exo_changed:
+  description: Whether exo, its requirements or the patches changed, so that its instances restart.
+  returned: unless O(inspect)
+  type: bool
+created:
+  description: Whether the virtualenv was missing (and, outside check mode, was made).
+  returned: unless O(inspect)
+  type: bool
+requirements:
+  description:
+    - What the filter P(gpufleet.exo.exo_requirements#filter) answers for the installed exo
+      (C(name), C(version), C(install), C(skipped), C(replaced), C(errors)); null where no
+      installed distribution provides the C(exo) command (check mode before the first install).
+  returned: unless O(inspect)
+  type: dict
+commands:
+  description: The commands run to make the virtualenv and install into it, in order.
+  returned: unless O(inspect)
+  type: list
+  elements: list
+"""
+
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes
+from ansible_collections.gpufleet.exo.plugins.module_utils._exo_venv import StepFailed, inspect, install
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(path=dict(type="path", required=True), python=dict(type="path", required=True),
+                           inspect=dict(type="bool", default=False), pip=dict(type="list", elements="str"),
+                           install=dict(type="bool", default=False),
+                           spec=dict(type="str"),
+                           skip_requirements=dict(type="list", elements="str", default=[]),
+                           replace_requirements=dict(type="dict", default={}),
+                           tinygrad_requirement=dict(type="str", default=""),
+                           add_requirements=dict(type="list", elements="str", default=[]),
+                           files=dict(type="dict", default={}), marker=dict(type="path", required=True),
+                           source_id=dict(type="str"),
+                           probe_packages=dict(type="list", elements="str", default=[])),
+        required_if=[("install", True, ["spec"]), ("inspect", False, ["pip", "source_id"])],
+        supports_check_mode=True)
+
+    def put(path, content):
+        data = to_bytes(content)
+        same = False
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                same = handle.read() == data
+        changed = not same
+        if changed and not module.check_mode:
+            fd, temp = tempfile.mkstemp(dir=os.path.dirname(path))
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            module.atomic_move(temp, path)
+        if os.path.exists(path):
+            changed = module.set_mode_if_different(path, "0644", changed)
+        return changed
+
+    if module.params["inspect"]:
+        module.exit_json(changed=False, inspected=inspect(module.params, module.run_command))
+    try:
+        result = install(module.params, module.run_command, put, module.check_mode)
+    except StepFailed as failure:
+        module.fail_json(msg=str(failure))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
