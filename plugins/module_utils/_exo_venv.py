@@ -94,7 +94,8 @@ def install(params, run, put, check_mode):
     python = os.path.join(venv, "bin", "python")
     commands = []
 
-    def pip(argv, what):
+    # Every command of the install, pip's and the one that makes the virtualenv.
+    def step(argv, what):
         commands.append(argv)
         rc, out, err = run(argv)
         if rc != 0:
@@ -103,10 +104,10 @@ def install(params, run, put, check_mode):
 
     changed = created = not os.path.exists(python)
     if created and not check_mode:
-        pip([params["python"], "-m", "venv", venv], "making exo's virtualenv")
+        step([params["python"], "-m", "venv", venv], "making exo's virtualenv")
     installed = bool(params["install"]) and not check_mode
     if installed:
-        pip(params["pip"] + ["--force-reinstall", "--no-deps", params["spec"]], "installing exo without its dependencies")
+        step(params["pip"] + ["--force-reinstall", "--no-deps", params["spec"]], "installing exo without its dependencies")
     metadata = provider_metadata(venv) if os.path.isdir(venv) else None
     requirements = None
     if metadata is not None:
@@ -116,7 +117,7 @@ def install(params, run, put, check_mode):
             raise StepFailed("; ".join(requirements["errors"]))
     required = installed and bool(requirements and requirements["install"])
     if required:
-        pip(params["pip"] + requirements["install"], "installing what exo needs at run time")
+        step(params["pip"] + requirements["install"], "installing what exo needs at run time")
     # The collection's patches of exo go where its packages go; the virtualenv is asked, and in
     # check mode may not exist to ask yet.
     patched = False
@@ -130,7 +131,7 @@ def install(params, run, put, check_mode):
     # pip leaves installed packages alone (no index is asked) and says so; exo's own pins win.
     probed = False
     if params["probe_packages"] and not check_mode:
-        out = pip(params["pip"] + params["probe_packages"], "installing what the device probe needs")
+        out = step(params["pip"] + params["probe_packages"], "installing what the device probe needs")
         probed = "Successfully installed" in out
     if not check_mode and not executable(os.path.join(venv, "bin", "exo")):
         raise StepFailed("%s/bin/exo is not an executable after the install; see what pip installed in %s"
