@@ -103,6 +103,12 @@ def choose(host, gpus, candidates, skipped, requested, min_memory):
                 chosen.append(c)
             else:
                 skipped.append("%s: %s MiB is below exo_node_min_memory_mib %d" % (c["label"], c["memory_mib"], min_memory))
+        if candidates and not chosen:
+            # A setting, not the hardware, would leave every GPU idle and run exo on the CPU.
+            return [], ["host %s: exo_node_min_memory_mib %d is above the memory of every GPU here (the largest has "
+                        "%s MiB), which would run exo on this host's CPU and leave its GPUs idle; lower "
+                        "exo_node_min_memory_mib for this host, or leave the host out of the node role"
+                        % (host, min_memory, max(c["memory_mib"] or 0 for c in candidates))]
         return chosen, []
     names, errors = set(), []
     for entry in requested:

@@ -65,9 +65,10 @@ WHOLE = {
     # A first run: the facts at hand were not gathered with exo's interpreter, but show the GPUs.
     "first_run": ("four", whole_role(exo_node_refresh_facts="auto", exo_node_gpus=[7]),
                   ["host first_run: exo_node_gpus entry '7' matches no GPU"]),
-    # Four GPU instances run; a typo in the minimum would leave none of them.
+    # Four GPU instances run; a typo in the minimum would leave none of them and run exo on the CPU.
     "typo": ("four", whole_role(exo_node_min_memory_mib="819200"),
-             ["host typo: this run would stop and remove exo@" + uuid(0), "exo_node_allow_removal: true"]),
+             ["host typo: exo_node_min_memory_mib 819200 is above the memory of every GPU here",
+              "host typo: this run would stop and remove exo@" + uuid(0), "exo_node_allow_removal: true"]),
 }
 
 

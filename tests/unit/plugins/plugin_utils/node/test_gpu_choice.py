@@ -65,6 +65,10 @@ CASES = [
     case("minimum-memory-as-text", "t4_and_h100", dict(exo_node_min_memory_mib="20000"), names=[uuid(1)]),
     case("listed-gpu-below-the-minimum", "t4_and_h100", dict(exo_node_gpus=[0], exo_node_min_memory_mib=20000),
          error=["15360 MiB, below exo_node_min_memory_mib 20000"]),
+    # A floor above every GPU is a setting's mistake, not the hardware's: never a silent CPU node.
+    case("minimum-above-every-gpu", "t4_and_h100", dict(exo_node_min_memory_mib=200000),
+         error=["exo_node_min_memory_mib 200000 is above the memory of every GPU here", "the largest has 81559 MiB",
+                "lower exo_node_min_memory_mib for this host"]),
     # ---- MIG
     case("mig-gpu-without-mig-falls-back", "mig", kinds=["cpu"], cpu_reason="MIG mode is on; set exo_node_mig: true"),
     case("mig-device-without-mig", "mig", dict(exo_node_gpus=[MIG_DEVICE]),

@@ -338,14 +338,14 @@ def test_partial_facts_are_named(probed):
 # ---- no silent teardown -------------------------------------------------------------------------
 
 def test_a_setting_never_removes_running_instances(probed):
-    # A typo in the minimum on a host running four GPU instances: they stay, the run stops.
+    # A shorter exo_node_gpus on a host running four GPU instances: they stay, the run stops.
     running = [uuid(n) for n in range(4)]
-    message = refused(probed["four"], "would stop and remove exo@%s" % ", exo@".join(running),
-                      "their GPUs are still on the host", "below exo_node_min_memory_mib 819200",
-                      "exo_node_allow_removal: true", existing=running, exo_node_min_memory_mib=819200)
+    message = refused(probed["four"], "would stop and remove exo@%s" % ", exo@".join(running[1:]),
+                      "their GPUs are still on the host", "exo_node_allow_removal: true",
+                      existing=running, exo_node_gpus=[0])
     assert "CPU" not in message
-    allowed = ok(probed["four"], existing=running, exo_node_min_memory_mib=819200, exo_node_allow_removal=True)
-    assert allowed["removed"] == running and [i["name"] for i in allowed["instances"]] == ["cpu"]
+    allowed = ok(probed["four"], existing=running, exo_node_gpus=[0], exo_node_allow_removal=True)
+    assert allowed["removed"] == running[1:] and [i["name"] for i in allowed["instances"]] == running[:1]
 
 
 def test_a_gpu_that_left_the_host_goes_and_the_others_stay(probed):
