@@ -84,19 +84,21 @@ def _location_bus_id(props):
 
 def kfd_nodes(rootfs="/"):
     """{bus_id: {"node", "index", "gpu_id", "props"}}: the KFD GPU nodes, index being the position among them
-    in node order, as tinygrad counts them (CPU nodes have gpu_id 0 and are skipped, as tinygrad does)."""
+    in node order, as tinygrad counts them (CPU nodes have gpu_id 0 and are skipped, as tinygrad does).
+
+    A GPU split into compute partitions (MI300X in CPX mode) has a node per partition at one PCI address:
+    its first node stands for it, and the others still count in the positions.
+    """
     base = sysfs.path(rootfs, KFD_NODES)
     try:
         names = sorted((name for name in os.listdir(base) if name.isdigit()), key=int)
     except OSError:
         return {}
+    ids = ((name, sysfs.read_int(os.path.join(base, name, "gpu_id"))) for name in names)
     found = {}
-    for name in names:
-        gpu_id = sysfs.read_int(os.path.join(base, name, "gpu_id"))
-        if not gpu_id:
-            continue
+    for index, (name, gpu_id) in enumerate([(name, gpu_id) for name, gpu_id in ids if gpu_id]):
         props = _properties(os.path.join(base, name))
-        found[_location_bus_id(props)] = {"node": int(name), "index": len(found), "gpu_id": gpu_id, "props": props}
+        found.setdefault(_location_bus_id(props), {"node": int(name), "index": index, "gpu_id": gpu_id, "props": props})
     return found
 
 

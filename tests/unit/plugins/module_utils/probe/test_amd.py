@@ -112,3 +112,16 @@ def test_kfd_location_id_with_a_domain_device_and_function(tmp_path):
 
 def test_without_kfd_or_drm_in_sysfs_nothing_is_found(tmp_path):
     assert amd.kfd_nodes(str(tmp_path)) == {} and amd.render_minors(str(tmp_path)) == {}
+
+
+def test_a_partitioned_gpu_is_its_first_kfd_node_and_its_partitions_still_count(tmp_path):
+    sim.write_tree(str(tmp_path), pci=[sim.amd_gpu("0000:c1:00.0", kfd=sim.kfd_node(1, 11)),
+                                       sim.amd_gpu("0000:d1:00.0", kfd=sim.kfd_node(3, 33))])
+    # A second partition of the first GPU: another node at the same PCI address.
+    partition = tmp_path / "sys/devices/virtual/kfd/kfd/topology/nodes/2"
+    partition.mkdir()
+    (partition / "gpu_id").write_text(u"22\n")
+    (partition / "properties").write_text((tmp_path / "sys/devices/virtual/kfd/kfd/topology/nodes/1/properties").read_text())
+    nodes = amd.kfd_nodes(str(tmp_path))
+    assert [(bus_id, n["node"], n["index"]) for bus_id, n in sorted(nodes.items())] == [
+        ("0000:c1:00.0", 1, 0), ("0000:d1:00.0", 3, 2)]
