@@ -75,7 +75,7 @@ def _properties(directory):
 
 
 def _location_bus_id(props):
-    """The PCI address of a KFD node: location_id is the kernel's (bus << 8) | devfn; domain is absent before 5.x."""
+    """The PCI address of a KFD node: location_id is the kernel's (bus << 8) | devfn; older kernels write no domain."""
     location = props.get("location_id")
     if location is None:
         return None
@@ -103,7 +103,7 @@ def kfd_nodes(rootfs="/"):
 
 
 def render_minors(rootfs="/"):
-    """{bus_id: minor}: the render nodes sysfs shows (/sys/class/drm/renderDN/device links to its PCI device)."""
+    """{bus_id: [minor, ...]}: the render nodes sysfs shows (/sys/class/drm/renderDN/device links to its PCI device)."""
     base = sysfs.path(rootfs, DRM_CLASS)
     try:
         names = sorted(name for name in os.listdir(base) if name.startswith(RENDER_PREFIX))
@@ -114,7 +114,7 @@ def render_minors(rootfs="/"):
         device = os.path.join(base, name, "device")
         minor = name[len(RENDER_PREFIX):]
         if os.path.exists(device) and minor.isdigit():
-            found[os.path.basename(os.path.realpath(device)).lower()] = int(minor)
+            found.setdefault(os.path.basename(os.path.realpath(device)).lower(), []).append(int(minor))
     return found
 
 
@@ -153,19 +153,19 @@ def _flops(chip_name):
     return {"fp32": row["fp32"], "fp16": row["fp16"], "int8": row["int8"], "source": "table"}
 
 
-def _kfd_facts(kfd, sysfs_minor):
+def _kfd_facts(kfd, sysfs_minors):
     """kfd_node, kfd_index, gpu_id, gfx_target, render_minor and render_node of one GPU."""
     kfd = kfd or {}
     props = kfd.get("props", {})
     # What tinygrad opens is KFD's minor; without a KFD node, sysfs's is the GPU's all the same.
-    minor = props.get("drm_render_minor") if kfd else sysfs_minor
+    minor = props.get("drm_render_minor") if kfd else min(sysfs_minors or [None])
     return {
         "kfd_node": kfd.get("node"),
         "kfd_index": kfd.get("index"),
         "gpu_id": kfd.get("gpu_id"),
         "gfx_target": gfx_target(props.get("gfx_target_version")),
         "render_minor": minor,
-        "render_node": "/dev/dri/%s%d" % (RENDER_PREFIX, minor) if minor is not None and minor == sysfs_minor else None,
+        "render_node": "/dev/dri/%s%d" % (RENDER_PREFIX, minor) if minor in (sysfs_minors or ()) else None,
     }
 
 

@@ -125,3 +125,14 @@ def test_a_partitioned_gpu_is_its_first_kfd_node_and_its_partitions_still_count(
     nodes = amd.kfd_nodes(str(tmp_path))
     assert [(bus_id, n["node"], n["index"]) for bus_id, n in sorted(nodes.items())] == [
         ("0000:c1:00.0", 1, 0), ("0000:d1:00.0", 3, 2)]
+
+
+def test_the_render_node_kfd_names_among_several_of_one_gpu(tmp_path):
+    sim.write_tree(str(tmp_path), pci=[sim.amd_gpu("0000:c1:00.0", kfd=sim.kfd_node(1, 11), render_minor=128)])
+    # A second render node of the same PCI device, after the one KFD names.
+    node = tmp_path / "sys/bus/pci/devices/0000:c1:00.0/drm/renderD129"
+    node.mkdir()
+    (node / "device").symlink_to("../..")
+    (tmp_path / "sys/class/drm/renderD129").symlink_to("../../bus/pci/devices/0000:c1:00.0/drm/renderD129")
+    entry = amd.gpus(pci.scan(str(tmp_path)), str(tmp_path))[0]
+    assert (entry["render_minor"], entry["render_node"], entry["unusable_reason"]) == (128, "/dev/dri/renderD128", None)
