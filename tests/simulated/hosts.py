@@ -198,8 +198,8 @@ AMD_HOSTS = {
                 None),
     # An H100 (NVML index 0, the simulated libnvidia-ml) beside an MI300X.
     "amd_nvidia": ([h100(0)], {}, amd_tree(mi300x(AMD0, 1, 53987, numa_node=1),
-                                          before=[simsysfs.nvidia_gpu(bus(0), numa_node=0, cpu_list="0-7")],
-                                          modules=("nvidia",)), None),
+                                           before=[simsysfs.nvidia_gpu(bus(0), numa_node=0, cpu_list="0-7")],
+                                           modules=("nvidia",)), None),
     # The first GPU passed through to a guest (no KFD node, no render node), the second serving.
     "amd_vfio": (None, {}, amd_tree(simsysfs.amd_gpu(AMD0, driver="vfio-pci", numa_node=0, cpu_list=AMD_NUMA[0]),
                                     mi300x(AMD1, 1, 53987, numa_node=1)), None),
