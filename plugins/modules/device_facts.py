@@ -196,7 +196,8 @@ ansible_facts:
           sample: nvidia driver bound to every NVIDIA GPU
         exo:
           description: exo's DeviceCapabilities for the device an exo node here would use, in exo's own
-            shape (numbers, never V(null)).
+            shape (numbers, never V(null)); on AMD, tinygrad's first AMD GPU (the first in KFD order), with its
+            own name, memory and flops.
           type: dict
           contains:
             model:
@@ -301,7 +302,7 @@ ansible_facts:
             flops:
               description: The GPU's TFLOPS and where they come from; V(null) figures when unknown, never V(0).
               type: dict
-              contains:
+              contains: &gpu_flops
                 fp32:
                   description: FP32 TFLOPS.
                   type: float
@@ -312,7 +313,8 @@ ansible_facts:
                   description: INT8 TOPS.
                   type: float
                 source:
-                  description: V(table) (the chip table), V(estimated) (cores and clocks) or V(unknown).
+                  description: V(table) (the chip table), V(estimated) (cores and clocks, NVIDIA GPUs only) or
+                    V(unknown).
                   type: str
             mig:
               description: The GPU's MIG mode and devices.
@@ -621,12 +623,55 @@ ansible_facts:
               description: nvidia-ml-py's version; V(null) when not installed.
               type: str
         amd:
-          description: AMD GPUs with VRAM from sysfs, named by amdsmi or pyamdgpuinfo when installed.
+          description: AMD GPUs in PCI bus order, with VRAM, NUMA node, KFD topology node and render node from
+            sysfs (no AMD library, no device opened), named by amdsmi or pyamdgpuinfo when installed.
           type: list
           elements: dict
           contains:
             bus_id:
               description: PCI bus id.
+              type: str
+            device_id:
+              description: PCI device id, as sysfs writes it.
+              type: str
+              sample: "0x74a1"
+            numa_node:
+              description: The NUMA node sysfs gives its PCI device; V(null) where the kernel writes -1.
+              type: int
+            cpu_list:
+              description: The CPUs local to it, as sysfs local_cpulist writes them; V(null) without that file.
+              type: str
+              sample: 0-15
+            kfd_node:
+              description: The number N of its KFD topology node (/sys/devices/virtual/kfd/kfd/topology/nodes/N);
+                V(null) when KFD lists none for it.
+              type: int
+            kfd_index:
+              description: Its position among the KFD nodes of GPUs in node order, the integer tinygrad's AMD
+                backend selects it by (docs/tinygrad.md); V(null) without a KFD node.
+              type: int
+            gpu_id:
+              description: KFD's gpu_id of the GPU; V(null) without a KFD node.
+              type: int
+            gfx_target:
+              description: The GPU's gfx target from KFD (V(gfx942), V(gfx1100)); V(null) without a KFD node.
+              type: str
+            render_minor:
+              description: N of the render node /dev/dri/renderDN that KFD names for it (sysfs's without a KFD
+                node); V(null) when neither names one.
+              type: int
+            render_node:
+              description: The render node device, where sysfs (/sys/class/drm) shows it for this GPU; V(null)
+                when it does not.
+              type: str
+              sample: /dev/dri/renderD128
+            flops:
+              description: The GPU's TFLOPS from the chip table; V(null) figures when unknown, never V(0).
+              type: dict
+              contains: *gpu_flops
+            unusable_reason:
+              description: Why an exo instance could not drive it through tinygrad's kernel interface (bound to
+                vfio-pci or to no amdgpu, no KFD node, no render node); V(null) when it can.
               type: str
             name:
               description: The name amdsmi or pyamdgpuinfo gives; V(null) without them.

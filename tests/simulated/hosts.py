@@ -167,6 +167,47 @@ def _tree_host(pci, nvml_config, python):
     return (nvml_config.get("gpus"), config, dict(pci=pci), python)
 
 
+# AMD hosts: the GPUs with their KFD topology nodes and render nodes, the amdgpu module loaded. On amd_two
+# KFD numbered the second GPU on the bus first (its nodes follow amdgpu's probe order, not the bus): tinygrad's
+# first AMD GPU is then 0000:c3:00.0. Both are 0x744c, told apart by VRAM.
+AMD0 = "0000:c1:00.0"
+AMD1 = "0000:c3:00.0"
+AMD_NUMA = ["0-15", "16-31"]
+
+
+def amd_tree(*gpus, **extra):
+    """write_tree's arguments for a host with these AMD GPUs (and extra's PCI devices, NVIDIA ones)."""
+    return dict(pci=list(extra.get("before", ())) + list(gpus), numa=AMD_NUMA,
+                modules=tuple(extra.get("modules", ())) + ("amdgpu",))
+
+
+def mi300x(bus_id, node, gpu_id, render_minor=128, numa_node=0, **kwargs):
+    return simsysfs.amd_gpu(bus_id, numa_node=numa_node, cpu_list=AMD_NUMA[numa_node],
+                            kfd=simsysfs.kfd_node(node, gpu_id), render_minor=render_minor, **kwargs)
+
+
+def radeon_7900(bus_id, vram_gib, node, gpu_id, render_minor, numa_node):
+    return simsysfs.amd_gpu(bus_id, device_id="0x744c", vram_bytes=vram_gib * 1024 ** 3, numa_node=numa_node,
+                            cpu_list=AMD_NUMA[numa_node], kfd=simsysfs.kfd_node(node, gpu_id, 110000),
+                            render_minor=render_minor)
+
+
+AMD_HOSTS = {
+    "amd_one": (None, {}, amd_tree(mi300x(AMD0, 1, 53987)), None),
+    "amd_two": (None, {}, amd_tree(radeon_7900(AMD0, 24, 2, 17240, 129, 0), radeon_7900(AMD1, 20, 1, 40911, 128, 1)),
+                None),
+    # An H100 (NVML index 0, the simulated libnvidia-ml) beside an MI300X.
+    "amd_nvidia": ([h100(0)], {}, amd_tree(mi300x(AMD0, 1, 53987, numa_node=1),
+                                           before=[simsysfs.nvidia_gpu(bus(0), numa_node=0, cpu_list="0-7")],
+                                           modules=("nvidia",)), None),
+    # The first GPU passed through to a guest (no KFD node, no render node), the second serving.
+    "amd_vfio": (None, {}, amd_tree(simsysfs.amd_gpu(AMD0, driver="vfio-pci", numa_node=0, cpu_list=AMD_NUMA[0]),
+                                    mi300x(AMD1, 1, 53987, numa_node=1)), None),
+    # KFD names render node 128, which /sys/class/drm lacks (udev or a container left it out).
+    "amd_no_render": (None, {}, amd_tree(simsysfs.amd_gpu(AMD0, numa_node=0, cpu_list=AMD_NUMA[0],
+                                                          kfd=simsysfs.kfd_node(1, 53987, render_minor=128))), None),
+}
+
 # name: (GPUs for the simulated NVML or None for no libnvidia-ml, its config, sysfs.write_tree's arguments
 # or None for write()'s layout, the Python that runs the probe or None for the tests' own).
 PROBED = dict((name, HOSTS[name] + (None, None))
@@ -181,3 +222,4 @@ PROBED.update({
     "hgx_driver_not_loaded": (hgx_gpus((3, 0, 1)), {"init_error": "DRIVER_NOT_LOADED"}, hgx_tree(NVSWITCHES), None),
     "two_h100": (hgx_gpus((0, 0, 0)), {}, hgx_tree(()), None),
 })
+PROBED.update(AMD_HOSTS)

@@ -144,6 +144,19 @@ def cpu_capabilities(host):
     return _capabilities("CPU", host["cpu_model"], host["memory_mib"], {})
 
 
+def amd_capabilities(gpu):
+    """exo's DeviceCapabilities for one AMD GPU (an entry of the facts' ``amd`` list): its own name, memory and flops."""
+    return _capabilities(gpu["name"] or gpu["chip"], gpu["chip"] or gpu["name"], gpu["memory_mib"], gpu.get("flops") or {})
+
+
+def amd_default(amd_gpus):
+    """The AMD GPU tinygrad's AMD device opens when given no list: the first in KFD order (kfd_index), not
+    the first on the bus; without any KFD node, the first bound to amdgpu, else the first on the bus (None: no AMD GPU)."""
+    bound = [gpu for gpu in amd_gpus if gpu["driver"] == "amdgpu"]
+    in_kfd = sorted((gpu for gpu in bound if gpu.get("kfd_index") is not None), key=lambda gpu: gpu["kfd_index"])
+    return (in_kfd or bound or list(amd_gpus) or [None])[0]
+
+
 def exo_capabilities(chosen, gpus, visible, amd_gpus, host):
     """exo's DeviceCapabilities for the device an exo node here would use.
 
@@ -156,7 +169,6 @@ def exo_capabilities(chosen, gpus, visible, amd_gpus, host):
     if chosen in ("cuda", "nv") and gpu:
         mig = next((m for m in gpu["mig"]["devices"] if m["uuid"] == first["mig_uuid"]), None)
         return gpu_capabilities(gpu, mig["memory_mib"] if mig else gpu["memory_mib"])
-    if chosen == "amd" and amd_gpus:
-        gpu = amd_gpus[0]
-        return _capabilities(gpu["name"] or gpu["chip"], gpu["chip"] or gpu["name"], gpu["memory_mib"], {})
+    if chosen == "amd" and amd_default(amd_gpus):
+        return amd_capabilities(amd_default(amd_gpus))
     return cpu_capabilities(host)

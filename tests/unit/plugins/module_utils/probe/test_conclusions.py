@@ -5,6 +5,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import pytest
+
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import conclusions as decide
 
 NVML_OK = {"status": "ok", "message": None}
@@ -53,3 +55,37 @@ def test_exo_view_of_a_gpu_and_of_the_cpu():
                     "flops": {"fp32": 30.3, "fp16": 121.0, "int8": 242.5}}
     cpu = decide.exo_capabilities("cpu", [GPU], VISIBLE, [], HOST)
     assert cpu["memory"] == 65536 and cpu["chip"] == "Simulated CPU"
+
+
+def amd_entry(bus_id, chip, memory_mib, kfd_index, driver="amdgpu", fp32=1.0):
+    return {"bus_id": bus_id, "name": None, "chip": chip, "memory_mib": memory_mib, "driver": driver,
+            "kfd_index": kfd_index, "flops": {"fp32": fp32, "fp16": 2 * fp32, "int8": 4 * fp32, "source": "table"}}
+
+
+XTX = amd_entry("0000:c1:00.0", "AMD Radeon RX 7900 XTX", 24576, 1, fp32=61.4)
+XT = amd_entry("0000:c3:00.0", "AMD Radeon RX 7900 XT", 20480, 0, fp32=53.4)
+PASSED = amd_entry("0000:c1:00.0", "AMD Instinct MI300X", 196608, None, driver="vfio-pci")
+NO_KFD = amd_entry("0000:c3:00.0", "AMD Instinct MI210", 65520, None)
+
+
+@pytest.mark.parametrize("amd_gpus,chosen", [
+    ([XTX, XT], XT),            # tinygrad's AMD:0 is the first in KFD order, not the first on the bus
+    ([XT, XTX], XT),
+    ([PASSED, XT], XT),         # one passed through to a guest is never exo's
+    ([PASSED, NO_KFD], NO_KFD),  # no KFD node anywhere: the first bound to amdgpu
+    ([PASSED], PASSED),         # tinygrad chose AMD all the same: the only AMD GPU there is
+    ([], None),
+])
+def test_the_amd_gpu_exo_describes_is_tinygrads_first(amd_gpus, chosen):
+    assert decide.amd_default(amd_gpus) is chosen
+
+
+@pytest.mark.parametrize("gpu", [XTX, XT, PASSED, NO_KFD])
+def test_each_amd_gpu_is_described_by_its_own_figures(gpu):
+    assert decide.amd_capabilities(gpu) == {
+        "model": "Linux Box (%s)" % gpu["chip"], "chip": gpu["chip"], "memory": gpu["memory_mib"],
+        "flops": dict((kind, gpu["flops"][kind]) for kind in ("fp32", "fp16", "int8"))}
+
+
+def test_exo_view_of_an_amd_host_is_its_first_gpu_in_kfd_order():
+    assert decide.exo_capabilities("amd", [], {"devices": []}, [XTX, XT], HOST) == decide.amd_capabilities(XT)
