@@ -68,25 +68,27 @@ def _sets(name, networks):
     return result
 
 
-def firewall(instances, peers, clients, discovery, proxy_base=None):
+def firewall(instances, peers, settings):
     """The table's contents for a host: {"table", "sets", "rules"}.
 
     instances: the host's instances (their ports); peers: the topology's peers (node_cluster), whose
-    addresses make the ring; clients: exo_node_api_clients; proxy_base: exo_node_api_proxy_port where
-    the proxy is on, else None. Each rule lets one set reach some ports and refuses everyone else
-    there ("from" "host": no set, only the host itself); the host's own loopback is always let through.
+    addresses make the ring; settings: the role's variables as check_settings() returned them (the API's
+    clients, discovery, the proxy). Each rule lets one set reach some ports and refuses everyone else there
+    ("from" "host": no set, only the host itself); the host's own loopback is always let through.
     """
     ring = [network(peer["address"]) for peer in peers.values()]
-    sets = _sets("ring", [n for n in ring if n is not None]) + _sets("clients", [network(c) for c in clients])
+    clients = [network(c) for c in settings["exo_node_api_clients"]]
+    sets = _sets("ring", [n for n in ring if n is not None]) + _sets("clients", clients)
     api = sorted(i["ports"]["api"] for i in instances)
-    rules = [{"protocol": "tcp", "ports": sorted(i["ports"]["grpc"] for i in instances), "from": "ring", "what": "gRPC"}]
-    if proxy_base is None:
+    grpc = sorted(i["ports"]["grpc"] for i in instances)
+    rules = [{"protocol": "tcp", "ports": grpc, "from": "ring", "what": "gRPC"}]
+    if not settings["exo_node_api_proxy"]:
         rules.append({"protocol": "tcp", "ports": api, "from": "clients", "what": "API"})
     else:
-        rules += [{"protocol": "tcp", "ports": sorted(proxy.ports(instances, proxy_base).values()), "from": "clients",
-                   "what": "API proxy"},
+        proxy_ports = proxy.ports(instances, settings["exo_node_api_proxy_port"]).values()
+        rules += [{"protocol": "tcp", "ports": sorted(proxy_ports), "from": "clients", "what": "API proxy"},
                   {"protocol": "tcp", "ports": api, "from": "host", "what": "API"}]
-    if discovery == "udp":
+    if settings["exo_node_discovery"] == "udp":
         rules.append({"protocol": "udp", "ports": sorted(i["ports"]["udp"] for i in instances), "from": "ring",
                       "what": "discovery"})
     return {"table": TABLE, "sets": sets, "rules": rules}
