@@ -28,11 +28,11 @@ def checked(**changes):
     return values
 
 
-def table_of(instances, peers, clients, discovery, proxy_base=None, **changes):
+def table_of(instances, peers, clients, discovery, proxy_base=None, os_family="Debian", **changes):
     proxy = {"exo_node_api_proxy": True, "exo_node_api_proxy_port": proxy_base,
              "exo_node_api_proxy_tokens": ["t" * 32]} if proxy_base else {}
     settings = checked(exo_node_api_clients=clients, exo_node_discovery=discovery, **dict(proxy, **changes))
-    return firewall.firewall(instances, peers, settings)
+    return firewall.firewall(instances, peers, settings, os_family=os_family)
 
 
 def test_the_ring_reaches_grpc_and_the_clients_the_api(probed):
@@ -102,6 +102,21 @@ def test_grpc_is_bound_to_the_hosts_address(probed):
     assert all("--node-host=10.0.0.1" in i["args"] for i in ok(probed["one"])["instances"])
 
 
+@pytest.mark.parametrize("changes, os_family, users", [
+    # root and exo's own user always; nginx's worker user only with the proxy, as the distribution names it
+    ({}, "Debian", ["exo", "root"]),
+    ({"exo_node_user": "llm"}, "RedHat", ["llm", "root"]),
+    ({"proxy_base": 52515}, "Debian", ["exo", "root", "www-data"]),
+    ({"proxy_base": 52515}, "RedHat", ["exo", "nginx", "root"]),
+    ({"proxy_base": 52515}, "Archlinux", ["exo", "nginx", "root"]),
+])
+def test_on_the_host_only_root_exo_and_the_proxy_open_exos_ports(probed, changes, os_family, users):
+    mine = ok(probed["four"])["instances"]
+    table = table_of(mine, {}, [], "manual", os_family=os_family, **changes)
+    assert table["local"] == {"users": users,
+                              "ports": sorted([i["ports"]["api"] for i in mine] + [i["ports"]["grpc"] for i in mine])}
+
+
 @pytest.mark.parametrize("clients, elements", [
     # -e exo_node_api_clients=... gives a string: the filter reads the checked list, not its characters
     ("192.0.2.10", ["192.0.2.10"]),
@@ -111,7 +126,7 @@ def test_grpc_is_bound_to_the_hosts_address(probed):
 def test_the_filter_reads_the_checked_settings(probed, clients, elements):
     mine = ok(probed["one"])["instances"]
     settings = dict(NODE_SETTINGS, exo_node_api_clients=clients)
-    table = node_firewall(mine, {"peers": {}}, settings)
+    table = node_firewall(mine, {"peers": {}}, settings, os_family="Debian")
     assert sets(table)["clients4"] == elements
 
 
