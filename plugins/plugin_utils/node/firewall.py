@@ -12,6 +12,7 @@ networks reach the proxy's ports instead, and exo's own API ports only the host.
 reaching those ports is refused; other ports and other tables are not the role's and are left as they are.
 On the host itself only root, exo's user and the proxy's reach exo's API and gRPC ports (an output
 hook on loopback, matching the socket's owner): any other local user would bypass the proxy's tokens.
+The table is kept in place by exo-firewall.service's guard (roles/node/files/firewall_guard.py).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
