@@ -11,6 +11,8 @@ that virtualenv)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import files, install, models, outcome, plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import cluster, cluster_names
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
@@ -38,8 +40,12 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
     return {"peers": peers, "errors": errors}
 
 
-def node_firewall(instances, cluster, clients, discovery, proxy_port=None):
-    return firewall(instances, cluster["peers"], clients, discovery, proxy_base=proxy_port)
+def node_firewall(instances, cluster, settings, os_family=None):
+    # The checked values, never the raw ones: a client given as a string is a list by now.
+    values, errors = check_settings(settings)
+    if errors:
+        raise AnsibleFilterError("node_firewall: the settings are refused: %s" % "; ".join(errors))
+    return firewall(instances, cluster["peers"], values, os_family=os_family)
 
 
 def node_proxy(instances, port, tokens, address, certificate="", key="", origins=None):

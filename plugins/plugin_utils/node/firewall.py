@@ -10,6 +10,9 @@ discovery only from the ring (the addresses of every instance in the topology), 
 the host itself and the networks in exo_node_api_clients. With the API's proxy (proxy.py) those
 networks reach the proxy's ports instead, and exo's own API ports only the host. Everything else
 reaching those ports is refused; other ports and other tables are not the role's and are left as they are.
+On the host itself only root, exo's user and the proxy's reach exo's API and gRPC ports (an output
+hook on loopback, matching the socket's owner): any other local user would bypass the proxy's tokens.
+The table is kept in place by exo-firewall.service's guard (roles/node/files/firewall_guard.py).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -22,6 +25,9 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import 
 TABLE = "gpufleet_exo"
 # nftables' name for each IP version's saddr match and set type.
 FAMILIES = ((4, "ip", "ipv4_addr"), (6, "ip6", "ipv6_addr"))
+# nginx's worker user (the "user" line of the distribution's nginx.conf), by the host's os_family;
+# None: any other family, as nginx's own packages name it.
+PROXY_USERS = {"Debian": "www-data", "RedHat": "nginx", None: "nginx"}
 
 
 def network(text):
@@ -68,25 +74,38 @@ def _sets(name, networks):
     return result
 
 
-def firewall(instances, peers, clients, discovery, proxy_base=None):
-    """The table's contents for a host: {"table", "sets", "rules"}.
+def local_users(settings, os_family):
+    """The host's users that may open exo's API and gRPC ports on the host itself: root, exo's own and,
+    with the proxy on, nginx's worker user. Every other local user is refused there."""
+    users = ["root", settings["exo_node_user"]]
+    if settings["exo_node_api_proxy"]:
+        users.append(PROXY_USERS.get(os_family, PROXY_USERS[None]))
+    return sorted(set(users))
+
+
+def firewall(instances, peers, settings, os_family=None):
+    """The table's contents for a host: {"table", "sets", "rules", "local"}.
 
     instances: the host's instances (their ports); peers: the topology's peers (node_cluster), whose
-    addresses make the ring; clients: exo_node_api_clients; proxy_base: exo_node_api_proxy_port where
-    the proxy is on, else None. Each rule lets one set reach some ports and refuses everyone else
-    there ("from" "host": no set, only the host itself); the host's own loopback is always let through.
+    addresses make the ring; settings: the role's variables as check_settings() returned them (the API's
+    clients, discovery, the proxy, exo's user); os_family: the host's, which names nginx's user. Each rule
+    lets one set reach some ports and refuses everyone else there ("from" "host": no set, only the host
+    itself); "local" says which of the host's own users may open exo's API and gRPC ports on the host.
     """
     ring = [network(peer["address"]) for peer in peers.values()]
-    sets = _sets("ring", [n for n in ring if n is not None]) + _sets("clients", [network(c) for c in clients])
+    clients = [network(c) for c in settings["exo_node_api_clients"]]
+    sets = _sets("ring", [n for n in ring if n is not None]) + _sets("clients", clients)
     api = sorted(i["ports"]["api"] for i in instances)
-    rules = [{"protocol": "tcp", "ports": sorted(i["ports"]["grpc"] for i in instances), "from": "ring", "what": "gRPC"}]
-    if proxy_base is None:
+    grpc = sorted(i["ports"]["grpc"] for i in instances)
+    rules = [{"protocol": "tcp", "ports": grpc, "from": "ring", "what": "gRPC"}]
+    if not settings["exo_node_api_proxy"]:
         rules.append({"protocol": "tcp", "ports": api, "from": "clients", "what": "API"})
     else:
-        rules += [{"protocol": "tcp", "ports": sorted(proxy.ports(instances, proxy_base).values()), "from": "clients",
-                   "what": "API proxy"},
+        proxy_ports = proxy.ports(instances, settings["exo_node_api_proxy_port"]).values()
+        rules += [{"protocol": "tcp", "ports": sorted(proxy_ports), "from": "clients", "what": "API proxy"},
                   {"protocol": "tcp", "ports": api, "from": "host", "what": "API"}]
-    if discovery == "udp":
+    if settings["exo_node_discovery"] == "udp":
         rules.append({"protocol": "udp", "ports": sorted(i["ports"]["udp"] for i in instances), "from": "ring",
                       "what": "discovery"})
-    return {"table": TABLE, "sets": sets, "rules": rules}
+    local = {"ports": sorted(api + grpc), "users": local_users(settings, os_family)}
+    return {"table": TABLE, "sets": sets, "rules": rules, "local": local}

@@ -347,8 +347,12 @@ def test_the_firewall_lets_the_clients_reach_the_proxy_and_only_the_host_exos_ap
     instances = [{"name": "GPU-%d" % slot, "slot": slot, "ports": {"grpc": 50051 + slot, "api": 52415 + slot}}
                  for slot in range(2)]
     variables = {"instances": instances, "cluster": {"peers": {"h-GPU-0": {"address": "10.0.0.1"}}},
-                 "__exo_node_firewall": "{{ instances | gpufleet.exo.node_firewall(cluster, ['192.0.2.0/24'], 'manual', "
-                                        "proxy_port=52515) }}"}
+                 "settings": {"exo_node_api_clients": ["192.0.2.0/24"], "exo_node_api_proxy": True,
+                              "exo_node_api_proxy_tokens": ["t" * 32], "exo_node_id_prefix": "h",
+                              "exo_node_address": "10.0.0.1", "exo_node_cluster_hosts": ["h"],
+                              # a user every Debian has: nft looks the names up as it reads the table
+                              "exo_node_user": "daemon"},
+                 "__exo_node_firewall": "{{ instances | gpufleet.exo.node_firewall(cluster, settings, os_family='Debian') }}"}
     play = [{"name": "Render the firewall", "hosts": "all", "gather_facts": False, "vars": variables, "tasks": [
         {"name": "Write the table", "ansible.builtin.template": {"src": os.path.join(TEMPLATES, "firewall.nft.j2"),
                                                                  "dest": table, "mode": "0600"}}]}]
@@ -361,4 +365,8 @@ def test_the_firewall_lets_the_clients_reach_the_proxy_and_only_the_host_exos_ap
         rules = [line.strip() for line in handle if "dport" in line]
     assert "tcp dport { 52515, 52516 } ip saddr @clients4 accept" in rules
     # exo's own API: no set may reach it, only the loopback accepted before
-    assert [rule for rule in rules if "52415, 52416" in rule] == ["tcp dport { 52415, 52416 } reject with tcp reset"]
+    assert [rule for rule in rules if "52415, 52416" in rule and "skuid" not in rule] == [
+        "tcp dport { 52415, 52416 } reject with tcp reset"]
+    # on the host itself, only root, exo's user and nginx's reach exo's API and gRPC
+    assert ('oifname "lo" tcp dport { 50051, 50052, 52415, 52416 } meta skuid != { "daemon", "root", "www-data" } '
+            'reject with tcp reset') in rules

@@ -65,7 +65,7 @@ def test_every_variable_is_documented():
 def test_template_unit_rates_2_or_lower_offline(tmp_path):
     """The unit as rendered with the defaults, plus a GPU instance's drop-in, rated offline."""
     env = node_templates()
-    variables = dict(DEFAULTS, ansible_managed="Ansible managed")
+    variables = dict(DEFAULTS, ansible_managed="Ansible managed", __exo_node_firewall={"table": "gpufleet_exo"})
     unit_dir = tmp_path / "etc" / "systemd" / "system"
     dropin = unit_dir / "exo@GPU-0.service.d"
     dropin.mkdir(parents=True)

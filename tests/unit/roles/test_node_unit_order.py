@@ -23,7 +23,7 @@ ROLE = os.path.join(REPO, "roles", "node")
 def rendered(**settings):
     with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
         defaults = yaml.safe_load(handle)
-    defaults.update(settings, __exo_node_firewall_unit="exo-firewall.service")
+    defaults.update(settings, __exo_node_firewall_unit="exo-firewall.service", __exo_node_firewall={"table": "gpufleet_exo"})
     return node_templates().get_template("exo@.service.j2").render(ansible_managed="Ansible managed", **defaults)
 
 
@@ -59,7 +59,19 @@ def test_the_unit_verifies_where_neither_service_exists(tmp_path):
 
 
 # The planner reads the setting as a boolean ("no" is false); so must the unit, or an instance would require
-# a firewall the role never starts.
+# a table the role never loads.
 @pytest.mark.parametrize("firewall, required", [(True, True), ("yes", True), (False, False), ("no", False), ("false", False)])
-def test_the_unit_requires_the_firewall_as_the_planner_reads_the_setting(firewall, required):
-    assert ("Requires=exo-firewall.service" in rendered(exo_node_firewall=firewall).splitlines()) == required
+def test_the_unit_wants_the_firewall_as_the_planner_reads_the_setting(firewall, required):
+    lines = rendered(exo_node_firewall=firewall).splitlines()
+    assert ("Wants=exo-firewall.service" in lines) == required
+    assert ("ExecStartPre=+/usr/sbin/nft -t list table inet gpufleet_exo" in lines) == required
+
+
+def test_the_instances_want_the_firewall_and_never_depend_on_it():
+    """Requires= (or BindsTo=, PartOf=) would stop or restart every instance with the firewall's unit; the
+    table is checked at each start instead."""
+    text = rendered()
+    assert "exo-firewall.service" in unit_list(text, "[Unit]", "Wants")
+    assert "exo-firewall.service" in unit_list(text, "[Unit]", "After")
+    for key in ("Requires", "Requisite", "BindsTo", "PartOf"):
+        assert "exo-firewall.service" not in unit_list(text, "[Unit]", key)

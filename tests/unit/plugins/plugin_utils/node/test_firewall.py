@@ -10,12 +10,29 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_firewall
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster, firewall
-from tests.helpers import plan_node_ok as ok, plan_node_refused as refused
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from ansible.errors import AnsibleFilterError
+from tests.helpers import NODE_SETTINGS, plan_node_ok as ok, plan_node_refused as refused
 
 
 def sets(table):
     return dict((s["name"], s["elements"]) for s in table["sets"])
+
+
+def checked(**changes):
+    """The role's settings as check_settings() gives them to the firewall, with changes."""
+    values, errors = check_settings(dict(NODE_SETTINGS, **changes))
+    assert errors == []
+    return values
+
+
+def table_of(instances, peers, clients, discovery, proxy_base=None, os_family="Debian", **changes):
+    proxy = {"exo_node_api_proxy": True, "exo_node_api_proxy_port": proxy_base,
+             "exo_node_api_proxy_tokens": ["t" * 32]} if proxy_base else {}
+    settings = checked(exo_node_api_clients=clients, exo_node_discovery=discovery, **dict(proxy, **changes))
+    return firewall.firewall(instances, peers, settings, os_family=os_family)
 
 
 def test_the_ring_reaches_grpc_and_the_clients_the_api(probed):
@@ -23,7 +40,7 @@ def test_the_ring_reaches_grpc_and_the_clients_the_api(probed):
     theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g")["instances"]
     peers, errors = cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": theirs})
     assert errors == []
-    table = firewall.firewall(mine, peers, ["192.0.2.0/24", "2001:db8::7"], "manual")
+    table = table_of(mine, peers, ["192.0.2.0/24", "2001:db8::7"], "manual")
     assert table["table"] == "gpufleet_exo"
     assert sets(table) == {"ring4": ["10.0.0.1", "10.0.0.2"], "ring6": [],
                            "clients4": ["192.0.2.0/24"], "clients6": ["2001:db8::7"]}
@@ -36,7 +53,7 @@ def test_with_the_proxy_the_clients_reach_its_ports_and_exos_api_only_the_host(p
     # UDP discovery serves one instance a host (the planner refuses more).
     mine = ok(probed["four" if discovery == "manual" else "one"], exo_node_discovery=discovery)["instances"]
     peers = cluster.cluster("h", mine, ["h"], ["h"], {})[0]
-    table = firewall.firewall(mine, peers, ["192.0.2.0/24"], discovery, proxy_base=52515)
+    table = table_of(mine, peers, ["192.0.2.0/24"], discovery, proxy_base=52515)
     rules = dict((r["what"], (r["protocol"], r["ports"], r["from"])) for r in table["rules"])
     assert rules["API proxy"] == ("tcp", [52515 + i["slot"] for i in mine], "clients")
     assert rules["API"] == ("tcp", [i["ports"]["api"] for i in mine], "host")
@@ -44,13 +61,13 @@ def test_with_the_proxy_the_clients_reach_its_ports_and_exos_api_only_the_host(p
     assert ("discovery" in rules) == (discovery == "udp")
     assert sets(table)["clients4"] == ["192.0.2.0/24"]
     # without the proxy, the clients reach exo's API itself
-    plain = firewall.firewall(mine, peers, ["192.0.2.0/24"], discovery)
+    plain = table_of(mine, peers, ["192.0.2.0/24"], discovery)
     assert [r["from"] for r in plain["rules"] if r["what"].startswith("API")] == ["clients"]
 
 
 def test_udp_discovery_ports_are_the_rings_too(probed):
     mine = ok(probed["one"], exo_node_discovery="udp")["instances"]
-    table = firewall.firewall(mine, cluster.cluster("h", mine, ["h"], ["h"], {})[0], [], "udp")
+    table = table_of(mine, cluster.cluster("h", mine, ["h"], ["h"], {})[0], [], "udp")
     assert table["rules"][-1] == {"protocol": "udp", "ports": [5678 + i["slot"] for i in mine], "from": "ring",
                                   "what": "discovery"}
     assert sets(table)["clients4"] == []
@@ -62,7 +79,7 @@ def test_udp_discovery_ports_are_the_rings_too(probed):
     ([" 192.0.2.5 ", "192.0.2.5/32"], ["192.0.2.5"]),
 ])
 def test_client_networks_are_written_as_nftables_reads_them(clients, elements):
-    assert sets(firewall.firewall([], {}, clients, "manual"))["clients4"] == elements
+    assert sets(table_of([], {}, clients, "manual"))["clients4"] == elements
 
 
 @pytest.mark.parametrize("clients, message", [
@@ -83,3 +100,41 @@ def test_a_name_as_the_address_is_refused_with_the_firewall_and_taken_without(pr
 
 def test_grpc_is_bound_to_the_hosts_address(probed):
     assert all("--node-host=10.0.0.1" in i["args"] for i in ok(probed["one"])["instances"])
+
+
+@pytest.mark.parametrize("changes, os_family, users", [
+    # root and exo's own user always; nginx's worker user only with the proxy, as the distribution names it
+    ({}, "Debian", ["exo", "root"]),
+    ({"exo_node_user": "llm"}, "RedHat", ["llm", "root"]),
+    ({"proxy_base": 52515}, "Debian", ["exo", "root", "www-data"]),
+    ({"proxy_base": 52515}, "RedHat", ["exo", "nginx", "root"]),
+    ({"proxy_base": 52515}, "Archlinux", ["exo", "nginx", "root"]),
+])
+def test_on_the_host_only_root_exo_and_the_proxy_open_exos_ports(probed, changes, os_family, users):
+    mine = ok(probed["four"])["instances"]
+    table = table_of(mine, {}, [], "manual", os_family=os_family, **changes)
+    assert table["local"] == {"users": users,
+                              "ports": sorted([i["ports"]["api"] for i in mine] + [i["ports"]["grpc"] for i in mine])}
+
+
+@pytest.mark.parametrize("clients, elements", [
+    # -e exo_node_api_clients=... gives a string: the filter reads the checked list, not its characters
+    ("192.0.2.10", ["192.0.2.10"]),
+    ("192.0.2.10,198.51.100.0/24", ["192.0.2.10", "198.51.100.0/24"]),
+    (["192.0.2.10"], ["192.0.2.10"]),
+])
+def test_the_filter_reads_the_checked_settings(probed, clients, elements):
+    mine = ok(probed["one"])["instances"]
+    settings = dict(NODE_SETTINGS, exo_node_api_clients=clients)
+    table = node_firewall(mine, {"peers": {}}, settings, os_family="Debian")
+    assert sets(table)["clients4"] == elements
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"exo_node_api_clients": [["192.0.2.10"]]}, "exo_node_api_clients entry"),
+    ({"exo_node_api_clients": 7}, "exo_node_api_clients"),
+    ({"exo_node_user": 0}, "exo_node_user"),
+])
+def test_the_filter_refuses_settings_the_role_refuses(probed, changes, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        node_firewall(ok(probed["one"])["instances"], {"peers": {}}, dict(NODE_SETTINGS, **changes))

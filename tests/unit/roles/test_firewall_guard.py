@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The firewall unit's guard (roles/node/files/firewall_guard.py): which lines of nft's monitor concern
+the table, and that the table is loaded again when it is gone or changed, and only then. nft is a fake
+here that keeps the one table in a file; the cluster scenario flushes a real ruleset."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "node", "files"))
+import firewall_guard as guard  # noqa: E402  pylint: disable=wrong-import-position
+
+FAKE_NFT = """\
+#!%s
+import shutil, sys
+state, log = %r, %r
+with open(log, "a") as handle:
+    handle.write(" ".join(sys.argv[1:]) + "\\n")
+if sys.argv[1] == "-f":
+    shutil.copy(sys.argv[2], state)
+elif sys.argv[1:3] == ["list", "table"]:
+    try:
+        sys.stdout.write(open(state).read())
+    except IOError:
+        sys.exit(1)
+"""
+
+
+@pytest.fixture
+def nft(tmp_path, monkeypatch):
+    """(the table file, the fake's table, the log of its calls)."""
+    state, log, path = tmp_path / "state", tmp_path / "log", tmp_path / "firewall.nft"
+    fake = tmp_path / "nft"
+    fake.write_text(FAKE_NFT % (sys.executable, str(state), str(log)))
+    fake.chmod(0o755)
+    path.write_text("table inet gpufleet_exo { chain input { } }\n")
+    monkeypatch.setattr(guard, "NFT", str(fake))
+    return path, state, log
+
+
+def loads(log):
+    return [line for line in log.read_text().splitlines() if line.startswith("-f")] if log.exists() else []
+
+
+@pytest.mark.parametrize("text, concerned", [
+    ("delete table inet gpufleet_exo\n", True),
+    ("add element ip filter f2b { 192.0.2.7 }\ndelete rule inet gpufleet_exo output handle 9\n", True),
+    ("# new generation 12 by process 40 (nft)\n", False),
+    ("delete table inet gpufleet_exo2\n", False),
+    ("delete table ip gpufleet_exo\n", False),
+])
+def test_only_lines_about_the_table_concern_it(text, concerned):
+    assert guard.concerns(text, "inet", "gpufleet_exo") is concerned
+
+
+@pytest.mark.parametrize("now, reloaded", [
+    (None, True),                                   # flushed away
+    ("table inet gpufleet_exo { }\n", True),        # its rules deleted
+    ("table inet gpufleet_exo { chain input { } }\n", False),
+])
+def test_the_table_is_loaded_again_when_gone_or_changed_and_only_then(nft, now, reloaded):
+    path, state, log = nft
+    wanted = path.read_text()
+    if now is not None:
+        state.write_text(now)
+    assert guard.keep("inet", "gpufleet_exo", str(path), wanted) == wanted
+    assert state.read_text() == wanted
+    assert bool(loads(log)) is reloaded
+
+
+def test_a_table_nft_refuses_stops_the_guard_with_nfts_message(nft, tmp_path):
+    fake = tmp_path / "nft"
+    fake.write_text(textwrap.dedent("""\
+        #!/bin/sh
+        echo "Error: syntax error, unexpected junk" >&2
+        exit 1
+        """))
+    with pytest.raises(SystemExit, match="nft -f .* failed: Error: syntax error"):
+        guard.load(str(nft[0]))
