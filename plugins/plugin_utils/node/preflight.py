@@ -15,6 +15,7 @@ __metaclass__ = type
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.install import steps
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
 # The exo instances are systemd units: an image or a chroot may have systemd installed without running
 # it (ansible_facts.service_mgr says whether it runs), and the units are written there all the same.
@@ -28,9 +29,22 @@ NO_FACTS = ("exo_node_refresh_facts is never but ansible_facts.device_capabiliti
             "gpufleet.exo.device_facts before this role or let the role gather them (auto)")
 
 
+# The files nginx must read when it loads the proxy's site: missing, nginx would refuse the site only
+# after the instances had changed.
+TLS_FILES = (("exo_node_api_proxy_tls_certificate", "the certificate (chain)"),
+             ("exo_node_api_proxy_tls_key", "its private key"))
+
+
+def tls_files(settings):
+    """(setting, path, what) of each TLS file the proxy reads; none where it is off or speaks plain HTTP."""
+    if not settings["exo_node_api_proxy"] or not all(settings[name] for name, dummy in TLS_FILES):
+        return []
+    return [(name, settings[name], what) for name, what in TLS_FILES]
+
+
 def host_paths(settings):
-    """The paths whose existence the second answer reads."""
-    return list(SYSTEMCTL)
+    """The paths whose existence the second answer reads: systemctl's, and the proxy's TLS files."""
+    return list(SYSTEMCTL) + [path for dummy, path, dummy in tls_files(settings)]
 
 
 def _found(stats):
@@ -39,7 +53,8 @@ def _found(stats):
 
 
 def host_errors(settings, facts, install, found):
-    """What the host refuses, in the order the role checks it: exo's install and Python, systemd, the facts."""
+    """What the host refuses, in the order the role checks it: exo's install and Python, systemd, the facts,
+    the proxy's TLS files."""
     errors = []
     if install["errors"] or install["python_errors"]:
         errors.append("; ".join(install["errors"] or install["python_errors"]))
@@ -47,6 +62,9 @@ def host_errors(settings, facts, install, found):
         errors.append(NO_SYSTEMCTL)
     if settings["exo_node_refresh_facts"] == "never" and "device_capabilities" not in facts:
         errors.append(NO_FACTS)
+    errors.extend("%s is %s, which is not a file on the host; put %s there first, or leave "
+                  "exo_node_api_proxy_tls_certificate and exo_node_api_proxy_tls_key empty for plain HTTP"
+                  % (name, show(path), what) for name, path, what in tls_files(settings) if not found.get(path))
     return errors
 
 

@@ -25,6 +25,16 @@ SYSTEMCTL = [{"item": "/usr/bin/systemctl", "stat": {"exists": False}}, {"item":
 NO_SYSTEMCTL = [dict(entry, stat={"exists": False}) for entry in SYSTEMCTL]
 
 
+TOKEN = "0123456789abcdef0123"
+TLS = dict(exo_node_api_proxy=True, exo_node_api_proxy_tokens=[TOKEN], exo_node_api_proxy_tls_certificate="/etc/ssl/exo.crt",
+           exo_node_api_proxy_tls_key="/etc/ssl/private/exo.key")
+
+
+def tls_stats(certificate, key):
+    return SYSTEMCTL + [{"item": "/etc/ssl/exo.crt", "stat": {"exists": certificate}},
+                        {"item": "/etc/ssl/private/exo.key", "stat": {"exists": key}}]
+
+
 def settings(**changes):
     found = dict(NODE_SETTINGS, exo_node_python=sys.executable, exo_node_python_max_version=RELEASE)
     found.update(changes)
@@ -48,6 +58,16 @@ SECOND = {
     "no facts and told never to gather them": (
         {"exo_node_refresh_facts": "never"}, dict((k, v) for k, v in FACTS.items() if k != "device_capabilities"),
         VERSION, SYSTEMCTL, [["host h: exo_node_refresh_facts is never but ansible_facts.device_capabilities"]]),
+    "the proxy's TLS files there": (TLS, FACTS, VERSION, tls_stats(True, True), []),
+    "the proxy's certificate missing": (
+        TLS, FACTS, VERSION, tls_stats(False, True),
+        [['host h: exo_node_api_proxy_tls_certificate is "/etc/ssl/exo.crt", which is not a file on the host; put '
+          'the certificate (chain) there first, or leave']]),
+    "both TLS files missing": (TLS, FACTS, VERSION, tls_stats(False, False),
+                               [["exo_node_api_proxy_tls_certificate is"], ["exo_node_api_proxy_tls_key is"]]),
+    # plain HTTP, or no proxy at all: the files are neither looked for nor missed
+    "the proxy off, its TLS files missing": (dict(TLS, exo_node_api_proxy=False), FACTS, VERSION,
+                                             tls_stats(False, False), []),
     "every refusal of the host, in order": (
         {"exo_node_refresh_facts": "never", "exo_node_python_min_version": "99.0"},
         dict((k, v) for k, v in FACTS.items() if k != "device_capabilities"), VERSION, NO_SYSTEMCTL,
@@ -82,3 +102,17 @@ def test_the_second_answer_plans_the_install():
     answer = PREFLIGHT(settings(), "h", FACTS, python_version=VERSION, stats=SYSTEMCTL)
     assert answer["install"]["python_release"] == RELEASE
     assert answer["install"]["spec"].startswith("exo @ git+")
+
+
+@pytest.mark.parametrize("changes, paths", [
+    ({}, ["/usr/bin/systemctl", "/bin/systemctl"]),
+    (TLS, ["/usr/bin/systemctl", "/bin/systemctl", "/etc/ssl/exo.crt", "/etc/ssl/private/exo.key"]),
+    (dict(TLS, exo_node_api_proxy=False), ["/usr/bin/systemctl", "/bin/systemctl"]),
+])
+def test_the_proxys_tls_files_are_looked_for_only_where_it_speaks_tls(changes, paths):
+    assert PREFLIGHT(settings(**changes), "h", FACTS)["paths"] == paths
+
+
+def test_a_refusal_never_shows_a_token():
+    answer = PREFLIGHT(settings(**TLS), "h", FACTS, python_version=VERSION, stats=tls_stats(False, False))
+    assert answer["errors"] and not [e for e in answer["errors"] if TOKEN in e]
