@@ -88,6 +88,8 @@ RULES = {
     "exo_node_api_proxy_tokens": {"read": proxy.read_tokens},
     "exo_node_api_proxy_tls_certificate": NGINX_PATH,
     "exo_node_api_proxy_tls_key": NGINX_PATH,
+    # A string is refused, not split: read as it was given, it became one origin per character.
+    "exo_node_api_proxy_cors_origins": {"split": None},
 }
 # Facts the role publishes under the same prefix (roles/node/tasks/select.yml): not settings.
 PUBLISHED = ("exo_node_instances", "exo_node_cpu_reason")

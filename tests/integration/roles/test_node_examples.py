@@ -6,7 +6,7 @@ __metaclass__ = type
 
 __doc__ = """The node planner's examples, run as they are written: the EXAMPLES of the filters node_plan,
 node_cluster, node_firewall, node_proxy, node_models and node_outcome, one after the other in one play, as a
-user would chain them; and node_python's and node_install's on this machine.
+user would chain them; and node_python's, node_install's and node_preflight's on this machine.
 
 They run on a simulated host with four H100s (tests/simulated/hosts.py "four": the simulated
 libnvidia-ml under the real nvidia-ml-py, a simulated /sys) over a local connection, in check mode,
@@ -77,4 +77,14 @@ def test_node_install_example_on_this_machine(tmp_path):
     assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
     shown = proc.stdout.split("TASK [Say what pip installs, or why it cannot]")[1]
     assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --timeout 60 ' \
+           'exo @ git+https://github.com/exo-explore/exo.git@e4238f9ef369037252c7542e40ea1a8a625afba7"' in shown, shown[:2000]
+
+
+def test_node_preflight_example_on_this_machine(tmp_path):
+    proc = playbook(str(tmp_path), tasks_play(examples("filter", "node_preflight")), local())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Say what the role would refuse, or how pip would install exo]")[1]
+    # this machine has systemctl and /usr/bin/python3 in range, but no device facts were gathered: the
+    # role would gather them (exo_node_refresh_facts auto), so nothing is refused
+    assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input ' \
            'exo @ git+https://github.com/exo-explore/exo.git@e4238f9ef369037252c7542e40ea1a8a625afba7"' in shown, shown[:2000]

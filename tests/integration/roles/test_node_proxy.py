@@ -16,7 +16,6 @@ import contextlib
 import http.client
 import json
 import os
-import shlex
 import shutil
 import signal
 import socket
@@ -28,8 +27,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-import yaml
 
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_proxy as exo_proxy
 from tests.helpers import REPO, local_inventory, recap, run_example
 
 TEMPLATES = os.path.join(REPO, "roles", "node", "templates")
@@ -301,22 +300,22 @@ def test_the_named_origin_gets_its_own_name_instead_of_exos_any(plain):
 
 
 def site_check(path):
-    """The check the role's task "Write the proxy's site" makes of the site before it is written, run as
-    Ansible runs a validate command (split as a shell would, no shell)."""
-    with open(os.path.join(REPO, "roles", "node", "tasks", "proxy.yml")) as handle:
-        block = yaml.safe_load(handle)[0]["block"]
-    validate = [t for t in block if t["name"] == "Write the proxy's site"][0]["ansible.builtin.template"]["validate"]
-    return subprocess.run(shlex.split(validate % path), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
+    """What gpufleet.exo.exo_proxy says of a site before it writes it (plugins/module_utils/_exo_proxy.py),
+    with this machine's nginx: None where nginx takes it."""
+    def run(argv):
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
+    with open(path) as handle:
+        return exo_proxy.site_refusal(shutil.which("nginx"), handle.read(), run)
 
 
 def test_the_roles_check_takes_the_site_and_refuses_one_nginx_would_not_load(plain, tmp_path):
-    assert site_check(plain["site"]).returncode == 0
+    assert site_check(plain["site"]) is None
     broken = str(tmp_path / "site.conf")
     with open(plain["site"]) as handle, open(broken, "w") as out:
         out.write(handle.read().replace("listen ", "ssl_certificate /nonexistent/exo.crt;\n\tlisten ", 1))
-    proc = site_check(broken)
-    assert proc.returncode != 0 and "/nonexistent/exo.crt" in proc.stdout, proc.stdout
+    refusal = site_check(broken)
+    assert refusal and "/nonexistent/exo.crt" in refusal, refusal
 
 
 def test_tls_with_a_self_signed_certificate_and_no_cors_at_all(exo, tmp_path_factory):

@@ -69,6 +69,16 @@ WHOLE = {
     "typo": ("four", whole_role(exo_node_min_memory_mib="819200"),
              ["host typo: exo_node_min_memory_mib 819200 is above the memory of every GPU here",
               "host typo: this run would stop and remove exo@" + uuid(0), "exo_node_allow_removal: true"]),
+    # The proxy's settings, each once read as given: one origin as a string, TLS files the host lacks.
+    "origins_string": ("one", whole_role(exo_node_api_proxy=True, exo_node_api_proxy_tokens=["0123456789abcdef0123"],
+                                         exo_node_api_proxy_cors_origins="https://chat.example.net"),
+                       ['host origins_string: exo_node_api_proxy_cors_origins is the string "https://chat.example.net"; '
+                        "give a list"]),
+    "tls_missing": ("one", whole_role(exo_node_api_proxy=True, exo_node_api_proxy_tokens=["0123456789abcdef0123"],
+                                      exo_node_api_proxy_tls_certificate="/nonexistent/exo.crt",
+                                      exo_node_api_proxy_tls_key="/nonexistent/exo.key"),
+                    ['host tls_missing: exo_node_api_proxy_tls_certificate is "/nonexistent/exo.crt", which is not a '
+                     "file on the host", 'exo_node_api_proxy_tls_key is "/nonexistent/exo.key"']),
 }
 
 

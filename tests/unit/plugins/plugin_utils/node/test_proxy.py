@@ -127,6 +127,10 @@ def test_off_by_default_and_then_nothing_is_asked_of_its_settings(probed):
     ({"exo_node_api_proxy_cors_origins": ['https://a.example.net"; add_header X 1']},
      "exo_node_api_proxy_cors_origins entry"),
     ({"exo_node_api_proxy_port": 70000}, "exo_node_api_proxy_port is 70000; it must be from 1 to 65535"),
+    # one origin as a string: the filter would have read it character by character
+    ({"exo_node_api_proxy_cors_origins": "https://chat.example.net"},
+     'exo_node_api_proxy_cors_origins is the string "https://chat.example.net"; give a list, for example '
+     '-e \'{"exo_node_api_proxy_cors_origins": ["..."]}\''),
 ])
 def test_bad_settings_are_refused_by_name_without_showing_a_token(probed, changes, message):
     given = dict(ON, **changes)

@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """The node role's preflight (plugins/plugin_utils/node/preflight.py) through the filter
+gpufleet.exo.node_preflight, asked as roles/node/tasks/preflight.yml asks it: first with the settings
+and the host's facts, then with exo's Python's --version and the paths the host showed."""
+
+import sys
+
+import pytest
+
+from ansible_collections.gpufleet.exo.plugins.filter.node_preflight import FilterModule
+from tests.helpers import NODE_SETTINGS
+
+PREFLIGHT = FilterModule().filters()["node_preflight"]
+FACTS = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12", "device_capabilities": {}}
+RELEASE = "%d.%d" % sys.version_info[:2]
+# What the tasks register: `python --version`, and ansible.builtin.stat over the answer's paths.
+VERSION = {"rc": 0, "stdout": "Python %s.0" % RELEASE, "stderr": ""}
+SKIPPED = {"skipped": True, "changed": False}
+SYSTEMCTL = [{"item": "/usr/bin/systemctl", "stat": {"exists": False}}, {"item": "/bin/systemctl", "stat": {"exists": True}}]
+NO_SYSTEMCTL = [dict(entry, stat={"exists": False}) for entry in SYSTEMCTL]
+
+
+TOKEN = "0123456789abcdef0123"
+TLS = dict(exo_node_api_proxy=True, exo_node_api_proxy_tokens=[TOKEN], exo_node_api_proxy_tls_certificate="/etc/ssl/exo.crt",
+           exo_node_api_proxy_tls_key="/etc/ssl/private/exo.key")
+
+
+def tls_stats(certificate, key):
+    return SYSTEMCTL + [{"item": "/etc/ssl/exo.crt", "stat": {"exists": certificate}},
+                        {"item": "/etc/ssl/private/exo.key", "stat": {"exists": key}}]
+
+
+def settings(**changes):
+    found = dict(NODE_SETTINGS, exo_node_python=sys.executable, exo_node_python_max_version=RELEASE)
+    found.update(changes)
+    return found
+
+
+# name: (settings changed, facts, --version, stats, the refusals' parts in order (empty: none))
+SECOND = {
+    "all there": ({}, FACTS, VERSION, SYSTEMCTL, []),
+    "a bad setting alone, the host not looked at": (
+        {"exo_node_restart_sec": "-5"}, {}, SKIPPED, [], [["host h: exo_node_restart_sec is \"-5\""]]),
+    "a platform without such a Python": (
+        {"exo_node_distribution_python": True}, dict(FACTS, distribution_major_version="7", os_family="RedHat",
+                                                     distribution="CentOS"),
+        SKIPPED, [], [["host h: exo_node_distribution_python is true but"]]),
+    "a Python out of range": ({"exo_node_python_min_version": "99.0"}, FACTS, VERSION, SYSTEMCTL,
+                              [["host h: exo's Python", "is Python %s" % RELEASE, "exo runs on Python 99.0 to"]]),
+    "exo's name on PyPI": ({"exo_node_source": "index", "exo_node_index_requirement": "exo==0.0.1"}, FACTS, VERSION,
+                           SYSTEMCTL, [["host h: ", "the name exo is an unrelated project"]]),
+    "no systemctl": ({}, FACTS, VERSION, NO_SYSTEMCTL, [["host h: systemctl is missing"]]),
+    "no facts and told never to gather them": (
+        {"exo_node_refresh_facts": "never"}, dict((k, v) for k, v in FACTS.items() if k != "device_capabilities"),
+        VERSION, SYSTEMCTL, [["host h: exo_node_refresh_facts is never but ansible_facts.device_capabilities"]]),
+    "the proxy's TLS files there": (TLS, FACTS, VERSION, tls_stats(True, True), []),
+    "the proxy's certificate missing": (
+        TLS, FACTS, VERSION, tls_stats(False, True),
+        [['host h: exo_node_api_proxy_tls_certificate is "/etc/ssl/exo.crt", which is not a file on the host; put '
+          'the certificate (chain) there first, or leave']]),
+    "both TLS files missing": (TLS, FACTS, VERSION, tls_stats(False, False),
+                               [["exo_node_api_proxy_tls_certificate is"], ["exo_node_api_proxy_tls_key is"]]),
+    # plain HTTP, or no proxy at all: the files are neither looked for nor missed
+    "the proxy off, its TLS files missing": (dict(TLS, exo_node_api_proxy=False), FACTS, VERSION,
+                                             tls_stats(False, False), []),
+    "every refusal of the host, in order": (
+        {"exo_node_refresh_facts": "never", "exo_node_python_min_version": "99.0"},
+        dict((k, v) for k, v in FACTS.items() if k != "device_capabilities"), VERSION, NO_SYSTEMCTL,
+        [["host h: exo's Python"], ["host h: systemctl is missing"], ["host h: exo_node_refresh_facts is never"]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SECOND))
+def test_the_second_answer_refuses_what_the_settings_and_the_host_show(name):
+    changes, facts, version, stats, refusals = SECOND[name]
+    answer = PREFLIGHT(settings(**changes), "h", facts, python_version=version, stats=stats)
+    assert len(answer["errors"]) == len(refusals), answer["errors"]
+    for error, parts in zip(answer["errors"], refusals):
+        for part in parts:
+            assert part in error, error
+
+
+def test_the_first_answer_says_which_python_to_ask_and_what_to_look_for():
+    answer = PREFLIGHT(settings(), "h", FACTS)
+    assert answer["errors"] == [] and answer["install"] is None
+    assert answer["python_choice"]["python"] == sys.executable
+    assert answer["paths"] == ["/usr/bin/systemctl", "/bin/systemctl"]
+    assert answer["settings"]["exo_node_restart_sec"] == NODE_SETTINGS["exo_node_restart_sec"]
+
+
+def test_a_bad_setting_gives_nothing_to_ask_or_look_for():
+    answer = PREFLIGHT(settings(exo_node_restart_sec="-5"), "h", FACTS)
+    assert (answer["python_choice"], answer["paths"], answer["settings"]) == (None, [], None)
+
+
+def test_the_second_answer_plans_the_install():
+    answer = PREFLIGHT(settings(), "h", FACTS, python_version=VERSION, stats=SYSTEMCTL)
+    assert answer["install"]["python_release"] == RELEASE
+    assert answer["install"]["spec"].startswith("exo @ git+")
+
+
+@pytest.mark.parametrize("changes, paths", [
+    ({}, ["/usr/bin/systemctl", "/bin/systemctl"]),
+    (TLS, ["/usr/bin/systemctl", "/bin/systemctl", "/etc/ssl/exo.crt", "/etc/ssl/private/exo.key"]),
+    (dict(TLS, exo_node_api_proxy=False), ["/usr/bin/systemctl", "/bin/systemctl"]),
+])
+def test_the_proxys_tls_files_are_looked_for_only_where_it_speaks_tls(changes, paths):
+    assert PREFLIGHT(settings(**changes), "h", FACTS)["paths"] == paths
+
+
+def test_a_refusal_never_shows_a_token():
+    answer = PREFLIGHT(settings(**TLS), "h", FACTS, python_version=VERSION, stats=tls_stats(False, False))
+    assert answer["errors"] and not [e for e in answer["errors"] if TOKEN in e]
