@@ -13,7 +13,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import files, install, models, outcome, plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import confinement, files, install, models, outcome, plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import cluster, cluster_names
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.proxy import proxy
@@ -37,7 +37,7 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
             facts = hostvars[name].get("ansible_facts") or {}
             others[name] = facts["exo_node_instances"] if "exo_node_instances" in facts else hostvars[name].get("exo_node_instances")
     peers, errors = cluster(host, instances, cluster_hosts, list(inventory_hosts), others, models)
-    return {"peers": peers, "errors": errors}
+    return {"peers": peers, "addresses": confinement.ring_addresses(peers), "errors": errors}
 
 
 def node_firewall(instances, cluster, settings, os_family=None):

@@ -44,7 +44,10 @@ def layout(instances, removed, user, group, data_dir, config_dir, paths, firewal
                  + [_entry("env", "instance.env.j2", posixpath.join(conf, "%s.env" % i["name"]), mode="0640",
                            instances=[i["name"]], instance=i) for i in instances]
                  + [_entry("dropin", "instance.conf.j2", posixpath.join(dropin[i["name"]], "10-gpufleet.conf"),
-                           instances=[i["name"]], instance=i) for i in instances])
+                           instances=[i["name"]], instance=i) for i in instances]
+                 # Read at a daemon reload by the running instance: a new peer restarts nothing.
+                 + [_entry("limits", "instance-limits.conf.j2", posixpath.join(dropin[i["name"]], "20-limits.conf"),
+                           instance=i) for i in instances])
     absent = []
     # exo re-reads the topology when it changes: a new peer needs no restart. UDP discovery has none.
     if discovery == "manual":

@@ -7,7 +7,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 # What systemd reads of the files node_files lists: a change to one needs a daemon reload.
-UNIT_FILES = ("unit", "dropin", "firewall_unit")
+UNIT_FILES = ("unit", "dropin", "limits", "firewall_unit")
 
 
 def _results(registered):
@@ -51,7 +51,7 @@ def exposures(security):
 def written(templates):
     """{what: changed} of the registered template loop over node_files' templates, and "reload": whether
     systemd must read its units again."""
-    changed = dict((what, False) for what in ("unit", "env", "dropin", "topology", "firewall", "firewall_unit"))
+    changed = dict((what, False) for what in ("unit", "env", "dropin", "limits", "topology", "firewall", "firewall_unit"))
     for result in _results(templates):
         if result.get("changed") and _item(result).get("what") in changed:
             changed[_item(result)["what"]] = True

@@ -8,13 +8,14 @@ wrote them, what is configured on the host already) and returns
 {"instances", "skipped", "errors", "warnings", "removed", "cpu_reason", "preview", ...}. An error names the host, the
 variable, the value as given and what to do; the role stops on any before its first change. The
 jobs are in the files beside this one: settings.py, facts.py, gpu_choice.py (which GPU gets an
-instance, and why), instances.py, backend_refusals.py, cluster.py and outcome.py.
+instance, and why), instances.py, confinement.py (each instance's limits), backend_refusals.py,
+cluster.py and outcome.py.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.device_facts_check import check_facts
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals, confinement
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import address_error
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import FACTS_READ, cuda_start_problems, mig_minors, to_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
@@ -88,6 +89,7 @@ def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_t
         rendered.append(instance)
         errors += more_errors
         warnings += more_warnings
+    warnings += confinement.limits(host, facts["host"], settings, rendered)
     errors += port_errors(host, rendered, settings["exo_node_discovery"],
                           proxy_base=settings["exo_node_api_proxy_port"] if settings["exo_node_api_proxy"] else None)
     if not preview:

@@ -18,7 +18,7 @@ import re
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet.capacity import MODELS
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import confinement, proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import client_errors
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
@@ -83,6 +83,8 @@ RULES = {
     "exo_node_extra_args": {"split": None},
     "exo_node_device_allow_extra": {"split": None},
     "exo_node_max_exposure": {"range": (0.0, 10.0)},
+    "exo_node_memory_percent": {"range": (1, 100)},
+    "exo_node_egress": {"read": confinement.read_networks},
     "exo_node_api_proxy_port": PORT,
     # Never shown in a message, not even as given: the reader names an entry by its position.
     "exo_node_api_proxy_tokens": {"read": proxy.read_tokens},

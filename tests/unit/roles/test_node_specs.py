@@ -14,6 +14,7 @@ import subprocess
 import pytest
 import yaml
 
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import confinement
 from tests.helpers import node_templates
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -61,23 +62,37 @@ def test_every_variable_is_documented():
     assert sorted(name for name in OPTIONS if name not in text) == []
 
 
+# (models placed, exo_node_egress, the rating at most): the unit stays at 1.6 where exo downloads
+# models itself (any address), and a refused address list rates it lower.
+RATINGS = [([], [], 1.6), (["llama-3.2-1b"], [], 1.5), ([], ["192.0.2.53"], 1.5)]
+
+
 @pytest.mark.skipif(not shutil.which("systemd-analyze"), reason="needs systemd-analyze")
-def test_template_unit_rates_2_or_lower_offline(tmp_path):
-    """The unit as rendered with the defaults, plus a GPU instance's drop-in, rated offline."""
+@pytest.mark.parametrize("models, egress, rating", RATINGS)
+def test_template_unit_rates_1_6_or_lower_offline(tmp_path, models, egress, rating):
+    """The unit as rendered with the defaults, plus a GPU instance's drop-ins, rated offline."""
     env = node_templates()
-    variables = dict(DEFAULTS, ansible_managed="Ansible managed", __exo_node_firewall={"table": "gpufleet_exo"})
+    variables = dict(DEFAULTS, ansible_managed="Ansible managed", __exo_node_firewall={"table": "gpufleet_exo"},
+                     __exo_node_cluster={"addresses": ["192.0.2.10"]})
     unit_dir = tmp_path / "etc" / "systemd" / "system"
     dropin = unit_dir / "exo@GPU-0.service.d"
     dropin.mkdir(parents=True)
     (unit_dir / "exo@.service").write_text(env.get_template("exo@.service.j2").render(**variables))
     instance = {"name": "GPU-0", "kind": "gpu", "home": "/var/lib/exo/GPU-0", "cpu_list": "0-7", "numa_node": 0,
+                "ports": {"grpc": 50051, "api": 52415, "udp": 5678, "broadcast": 5678},
                 "devices": ["/dev/nvidia0 rw", "/dev/nvidiactl rw", "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw"]}
+    settings = dict(DEFAULTS, exo_node_address="192.0.2.10", exo_node_models=models, exo_node_egress=egress)
+    confinement.limits("h", {"memory_mib": 128887, "cpus": 16}, settings, [instance])
     (dropin / "10-gpufleet.conf").write_text(env.get_template("instance.conf.j2").render(item=instance, **variables))
+    (dropin / "20-limits.conf").write_text(env.get_template("instance-limits.conf.j2").render(item=instance,
+                                                                                             **variables))
     proc = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--root=%s" % tmp_path,
                            "exo@GPU-0.service"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False)
     figure = re.search(r"Overall exposure level for \S+: ([0-9.]+)", proc.stdout)
     assert figure, proc.stdout[-3000:]
-    assert float(figure.group(1)) <= 2.0, proc.stdout
-    # The drop-in was read: the device ACL names the instance's GPU.
+    assert float(figure.group(1)) <= rating, proc.stdout
+    # Both drop-ins were read: the device ACL names the instance's GPU, the address list is rated.
     assert "/dev/nvidia0:rw" in proc.stdout
+    assert ("Service defines IP address allow list with only localhost entries" in proc.stdout
+            or "Service defines IP address allow list with non-localhost entries" in proc.stdout) == bool(egress or models)

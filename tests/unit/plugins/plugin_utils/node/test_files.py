@@ -37,20 +37,23 @@ def test_the_templates_in_the_order_they_are_written(probed):
     instances = ok(probed["two"])["instances"]
     names = [i["name"] for i in instances]
     templates = layout(instances)["templates"]
-    assert [t["what"] for t in templates] == ["unit", "env", "env", "dropin", "dropin", "topology", "firewall",
-                                              "firewall_unit"]
+    assert [t["what"] for t in templates] == ["unit", "env", "env", "dropin", "dropin", "limits", "limits", "topology",
+                                              "firewall", "firewall_unit"]
     assert templates[0]["instances"] == names and templates[1]["instance"] == instances[0]
     assert templates[1]["dest"] == "/etc/exo/instances/%s.env" % names[0] and templates[1]["mode"] == "0640"
-    assert templates[6]["validate"] == "nft -c -f %s" and templates[6]["mode"] == "0600"
-    assert [t for t in templates if "validate" in t] == [templates[6]]
-    assert templates[5]["group"] == "exo-grp" and templates[5]["instances"] == []
+    # The limits are read at a daemon reload: their change restarts no instance.
+    assert templates[5]["dest"] == "/etc/systemd/system/exo@%s.service.d/20-limits.conf" % names[0]
+    assert templates[5]["instance"] == instances[0] and templates[5]["instances"] == []
+    assert templates[8]["validate"] == "nft -c -f %s" and templates[8]["mode"] == "0600"
+    assert [t for t in templates if "validate" in t] == [templates[8]]
+    assert templates[7]["group"] == "exo-grp" and templates[7]["instances"] == []
 
 
 def test_what_the_settings_turned_off_and_the_removed_instances_are_removed(probed):
     instances = ok(probed["two"])["instances"]
     assert layout(instances)["absent"] == []
     off = layout(instances, removed=["GPU-x"], firewall=False, discovery="udp")
-    assert [t["what"] for t in off["templates"]] == ["unit", "env", "env", "dropin", "dropin"]
+    assert [t["what"] for t in off["templates"]] == ["unit", "env", "env", "dropin", "dropin", "limits", "limits"]
     assert off["absent"] == ["/etc/exo/topology.json", "/etc/exo/firewall.nft",
                              "/etc/systemd/system/exo-firewall.service", "/etc/systemd/system/exo@GPU-x.service.d",
                              "/etc/exo/instances/GPU-x.env"]

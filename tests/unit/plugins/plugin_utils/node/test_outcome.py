@@ -47,6 +47,10 @@ def test_the_templates_of_node_files_restart_the_instances_they_name_and_say_wha
     # The template unit restarts every instance that ran before; the firewall's table none.
     assert outcome.restarts(instances, before, [written("/etc/systemd/system/exo@.service")]) == before
     assert outcome.restarts(instances, before, [written("/etc/exo/firewall.nft")]) == []
+    # An instance's limits (a new peer, an instance more on the host) take effect at the reload alone.
+    limits = "/etc/systemd/system/exo@%s.service.d/20-limits.conf" % names[1]
+    assert outcome.restarts(instances, before, [written(limits)]) == []
+    assert outcome.written(written(limits))["reload"]
     table = outcome.written(written("/etc/exo/firewall.nft"))
     assert table["firewall"] and not table["reload"]
     assert outcome.written({"skipped": True})["unit"] is False
@@ -108,5 +112,5 @@ def test_missing_device_nodes_and_what_nvidia_modprobe_said(probed):
     stats["results"][1:] = []
     assert outcome.findings([], "h", device_stats=stats) == {
         "missing_devices": [], "modprobe_needed": False, "devices_note": None, "exposure": {}, "restart": [],
-        "written": {"unit": False, "env": False, "dropin": False, "topology": False, "firewall": False,
-                    "firewall_unit": False, "reload": False}}
+        "written": {"unit": False, "env": False, "dropin": False, "limits": False, "topology": False,
+                    "firewall": False, "firewall_unit": False, "reload": False}}
