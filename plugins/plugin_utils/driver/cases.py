@@ -39,9 +39,11 @@ UNHEALTHY = ("no_permission", "gpu_lost", "timeout", "error")
 FACTS_READ = {
     "hint": "gather them again with gpufleet.exo.device_facts from this collection (exo_driver_probe: always makes the "
             "role run it)",
-    "keys": {"pci": list, "nvml": dict, "gpus": list, "driver_needed": bool, "driver_reason": str},
+    "keys": {"pci": list, "nvml": dict, "gpus": list, "driver_needed": bool, "driver_reason": str, "amd": list},
     "sections": {"nvml": {"status": str, "message": object, "driver_version": object}},
-    "entries": {"pci": {"bus_id": str, "vendor": str, "driver": str}},
+    "entries": {"pci": {"bus_id": str, "vendor": str, "driver": str},
+                "amd": {"bus_id": str, "driver": str, "chip": object, "kfd_node": object, "render_minor": object,
+                        "render_node": object}},
 }
 # ansible_virtualization_type values of containers: they share their host's kernel, so the kernel
 # module can only come from that host.

@@ -79,6 +79,13 @@ DEBIAN = {
                        r"detect|egl-.+)|libnvidia-egl-.+)$",
     },
     "hold": APT_HOLD,
+    # The firmware amdgpu loads (amd.py says when it is missing; the role never installs it): Debian's
+    # firmware-amd-graphics, in the non-free-firmware component since Debian 12.
+    "amd_firmware": {
+        "packages": ["firmware-amd-graphics"],
+        "advice": "apt-get install firmware-amd-graphics (Debian's non-free-firmware component: add it to the "
+                  "host's apt sources where they lack it), then reboot or reload amdgpu",
+    },
 }
 
 # The datacenter production branches whose server packages Canonical and NVIDIA's CUDA repository
@@ -142,6 +149,11 @@ UBUNTU = {
         "own_version": r"^(linux-(modules|objects|signatures)-nvidia-.+|nvidia-modprobe)$",
     },
     "hold": APT_HOLD,
+    # Ubuntu ships amdgpu's firmware in linux-firmware (main).
+    "amd_firmware": {
+        "packages": ["linux-firmware"],
+        "advice": "apt-get install linux-firmware, then reboot or reload amdgpu",
+    },
 }
 
 # RHEL, Rocky Linux, AlmaLinux and CentOS Stream 9: NVIDIA's CUDA repository, with the branch
@@ -212,6 +224,13 @@ REDHAT = {
         "tool_packages": ["python3-dnf-plugin-versionlock"],
         "pin": "%(package)s-%(version)s",
         "align": "dnf versionlock delete %(names)s && dnf install %(pins)s && dnf versionlock add %(names)s",
+    },
+    # amdgpu's firmware: linux-firmware, or its amd-gpu-firmware subpackage where the release splits it
+    # (Fedora does); either installed counts, since which of them holds it depends on the point release.
+    "amd_firmware": {
+        "packages": ["amd-gpu-firmware", "linux-firmware"],
+        "advice": "dnf install amd-gpu-firmware (linux-firmware on a release without that package), then "
+                  "reboot or reload amdgpu",
     },
 }
 

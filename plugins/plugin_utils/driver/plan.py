@@ -18,6 +18,7 @@ __metaclass__ = type
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.device_facts_check import check_facts
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import distributions
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.amd import findings as amd_findings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.cases import FACTS_READ, classify, decision, in_container
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.outcome import (
     driver_versions, secure_boot_advice, space_problems)
@@ -66,6 +67,10 @@ def course(facts, raw_settings, host, connection=None):
     caps = facts["device_capabilities"]
     case = classify(caps, values["exo_driver_branch"], values["exo_driver_allow_upgrade"])
     decided = decision(facts, case)
+    table = distributions.family(facts.get("distribution"))
+    # AMD GPUs are checked, never installed for (amd.py): what they lack goes to the notes.
+    decided["amd"] = amd_findings(host, caps, table, facts.get("packages"))
+    result["notes"] += decided["amd"]["findings"]
     kernel_module = (not in_container(facts) if values["exo_driver_kernel_module"] == "auto"
                      else values["exo_driver_kernel_module"])
     result.update(settings=values, decision=decided, changes_host=not values["exo_driver_plan_only"],
@@ -86,13 +91,14 @@ def course(facts, raw_settings, host, connection=None):
         if decided["nouveau"] and kernel_module and not values["exo_driver_blacklist_nouveau"]:
             result["notes"].append("nouveau holds %s and exo_driver_blacklist_nouveau is false: the nvidia module "
                                    "cannot take it" % ", ".join(decided["nouveau"]))
-    table = distributions.family(facts.get("distribution"))
     result["versions"] = driver_versions(facts.get("packages"), table) if table else None
     if result["versions"] and result["versions"]["mixed"]:
         result["notes"].append("host %s: %s" % (host, result["versions"]["advice"]))
     result["summary"] = {"action": decided["action"], "why": decided["reason"],
                          "nvml": decided["nvml_status"], "gpus": decided["gpus"],
                          "passthrough (left alone)": decided["passthrough"]}
+    if decided["amd"]["gpus"] or decided["amd"]["passthrough"]:
+        result["summary"]["amd"] = decided["amd"]
     if result["install"]:
         # Shown under the name the role publishes it by (exo_driver_plan).
         result["summary"]["plan"] = result["install"]

@@ -151,6 +151,16 @@ def test_simulated_pending_reboot_is_listed_not_reinstalled(planned):
         assert list(result["reboot_hosts"]) == ["mismatch"]
 
 
+def test_simulated_amd_gpu_is_checked_and_what_it_lacks_shown(planned):
+    """The AMD GPU of amd_only has amdgpu but no KFD node: said in the decision and the notes, nothing planned."""
+    amd = planned["amd_only"]["decision"]["amd"]
+    assert (amd["gpus"], amd["passthrough"], planned["amd_only"]["plan"]) == (["0000:c1:00.0"], [], None)
+    assert "host amd_only: AMD GPU 0000:c1:00.0 (AMD Instinct MI300X) has amdgpu but /dev/kfd does not serve it" in (
+        amd["findings"][0])
+    assert amd["findings"] and all(finding in planned["amd_only"]["notes"] for finding in amd["findings"])
+    assert planned["no_driver"]["decision"]["amd"] == {"gpus": [], "passthrough": [], "findings": []}
+
+
 def test_simulated_nouveau_gets_blacklisted(planned):
     assert planned["nouveau"]["plan"]["nouveau_blacklist"] is True
     assert planned["nouveau"]["decision"]["nouveau"] == [GPU0]

@@ -39,7 +39,7 @@ REFUSED = {
                      "host unknown_name: exo_driver_brnach is not a variable of this role (did you mean "
                      "exo_driver_branch?); docs/driver.md lists them"),
     "partial_facts": ({"exo_driver_probe": "auto", "fake_device_capabilities": PARTIAL},
-                      "host partial_facts: ansible_facts.device_capabilities lacks pci, driver_needed, driver_reason "
+                      "host partial_facts: ansible_facts.device_capabilities lacks pci, driver_needed, driver_reason, amd "
                       "(partial or foreign facts); gather them again with gpufleet.exo.device_facts"),
 }
 

@@ -70,7 +70,7 @@ CASES = [
      "ansible_facts.device_capabilities lacks schema_version, nvml, gpus, host, tinygrad, backend "
      "(partial or foreign facts)"),
     ("driver", lambda caps: {"gpus": []},
-     "ansible_facts.device_capabilities lacks schema_version, pci, nvml, driver_needed, driver_reason "
+     "ansible_facts.device_capabilities lacks schema_version, pci, nvml, driver_needed, driver_reason, amd "
      "(partial or foreign facts)"),
     # a key of the wrong type is lacking too
     ("node", setting(["gpus"], {}), "ansible_facts.device_capabilities lacks gpus (partial or foreign facts)"),

@@ -390,7 +390,7 @@ def test_hosts_that_need_nothing_pass_on_any_distribution(probed):
 @pytest.mark.parametrize("change, parts", [
     (lambda caps: None, ["ansible_facts.device_capabilities is null, not the facts of gpufleet.exo.device_facts"]),
     (lambda caps: {"gpus": []}, ["ansible_facts.device_capabilities lacks schema_version, pci, nvml, driver_needed, "
-                                 "driver_reason (partial or foreign facts)"]),
+                                 "driver_reason, amd (partial or foreign facts)"]),
     (lambda caps: dict(caps, schema_version=2), ["ansible_facts.device_capabilities has schema_version 2",
                                                  "this role reads schema 1"]),
     (lambda caps: dict((k, v) for k, v in caps.items() if k not in ("pci", "driver_needed")),
