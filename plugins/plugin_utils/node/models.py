@@ -37,8 +37,8 @@ GB = 1e9
 
 
 # The variables the placement reads; the role checks all of them in its preflight.
-SETTINGS = ("exo_node_models", "exo_node_model_source", "exo_node_model_store", "exo_node_data_dir", "exo_node_user",
-            "exo_node_group")
+SETTINGS = ("exo_node_models", "exo_node_model_source", "exo_node_model_store", "exo_node_model_mirror_insecure",
+            "exo_node_data_dir", "exo_node_user", "exo_node_group")
 
 
 def model_settings(raw):
@@ -47,6 +47,8 @@ def model_settings(raw):
     values = dict((name, raw.get(name, defaults[name])) for name in SETTINGS)
     try:
         values["exo_node_models"] = role_settings.as_list("exo_node_models", values["exo_node_models"])
+        values["exo_node_model_mirror_insecure"] = role_settings.as_bool(
+            "exo_node_model_mirror_insecure", values["exo_node_model_mirror_insecure"])
     except role_settings.SettingError as problem:
         return values, [str(problem)]
     return values, check_models(values)

@@ -105,12 +105,12 @@ def test_a_store_without_the_model_is_refused_with_what_to_do(instances):
 
 
 def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
-    mirror = settings(exo_node_model_source="mirror", exo_node_model_store="http://mirror.example:8080/")
+    mirror = settings(exo_node_model_source="mirror", exo_node_model_store="https://mirror.example:8080/")
     placement = models.placement("h", mirror, [], store={})
     assert placement["links"] == [] and placement["summary"] == [
-        "models llama-3.2-1b: from the mirror http://mirror.example:8080/ (HF_ENDPOINT), downloaded by exo itself"]
+        "models llama-3.2-1b: from the mirror https://mirror.example:8080/ (HF_ENDPOINT), downloaded by exo itself"]
     instances = ok(probed["one"], **mirror)["instances"]
-    assert set(i["env"]["HF_ENDPOINT"] for i in instances) == {"http://mirror.example:8080"}
+    assert set(i["env"]["HF_ENDPOINT"] for i in instances) == {"https://mirror.example:8080"}
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -118,7 +118,19 @@ def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
     ({"exo_node_model_store": ""}, 'exo_node_model_store is ""; with exo_node_model_source: controller'),
     ({"exo_node_model_source": "host", "exo_node_model_store": "models"}, "give an absolute path on the host"),
     ({"exo_node_model_source": "mirror", "exo_node_model_store": "ftp://x"}, "give the http:// or https:// URL"),
+    # A mirror over plain HTTP, unless the operator says the network is trusted (below).
+    ({"exo_node_model_source": "mirror", "exo_node_model_store": "http://mirror.lan"},
+     'exo_node_model_store is "http://mirror.lan", a mirror over plain HTTP, where anyone on the path can change '
+     "the models exo downloads; give its https:// URL, or set exo_node_model_mirror_insecure: true"),
+    ({"exo_node_model_mirror_insecure": "maybe"}, 'exo_node_model_mirror_insecure is "maybe"; give true or false'),
 ])
 def test_model_settings_that_cannot_work_are_refused_by_name(changes, message):
     values, errors = models.model_settings(settings(**changes))
     assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_a_plain_http_mirror_is_taken_where_the_operator_says_the_network_is_trusted(probed):
+    mirror = settings(exo_node_model_source="mirror", exo_node_model_store="http://mirror.lan",
+                      exo_node_model_mirror_insecure=True)
+    assert models.model_settings(mirror)[1] == []
+    assert set(i["env"]["HF_ENDPOINT"] for i in ok(probed["one"], **mirror)["instances"]) == {"http://mirror.lan"}
