@@ -157,12 +157,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.exo.plugins.module_utils._exo_data import (
     Refused, check_store, inspect, make_manifest, place)
 
-REQUIRED = {"manifest": ("path",), "store": ("path",), "inspect": ("root",), "place": ("root",)}
+# Each step and the options it needs, in the order of the documentation.
+STEPS = (("manifest", ["path"]), ("store", ["path"]), ("inspect", ["root"]), ("place", ["root"]))
 
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(step=dict(type="str", required=True, choices=sorted(REQUIRED)),
+        argument_spec=dict(step=dict(type="str", required=True, choices=[step for step, _needs in STEPS]),
                            root=dict(type="path"), path=dict(type="path"),
                            repos=dict(type="list", elements="str", default=[]),
                            directories=dict(type="list", elements="dict", default=[]),
@@ -171,7 +172,7 @@ def main():
                            links=dict(type="list", elements="dict", default=[]),
                            seeds=dict(type="list", elements="dict", default=[]),
                            user=dict(type="str", default="exo"), group=dict(type="str", default="exo")),
-        required_if=[("step", step, list(names)) for step, names in REQUIRED.items()],
+        required_if=[("step", step, needs) for step, needs in STEPS],
         supports_check_mode=True)
     params, step = module.params, module.params["step"]
     try:
