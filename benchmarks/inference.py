@@ -67,6 +67,7 @@ from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_api as ex
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_data as exo_data  # noqa: E402
 
 MODEL = "llama-3.2-1b"
 ENGINE = "tinygrad"
@@ -198,19 +199,19 @@ def place(store, homes):
     """The model in every home as the node role places it from a store on the host: links and exo's cached answers."""
     settings, errors = models.model_settings({"exo_node_models": [MODEL], "exo_node_model_source": "host",
                                               "exo_node_model_store": store, "exo_node_data_dir": os.path.dirname(homes[0])})
-    found = []
-    for repo in models.repositories(settings):  # what ansible.builtin.find reports to the role
-        top = os.path.join(store, repo)
-        found.append({"item": repo, "files": [{"path": os.path.join(d, f), "size": os.path.getsize(os.path.join(d, f))}
-                                              for d, dummy, files in os.walk(top) for f in files]})
+    # The store checked against its manifests, as the role checks it (gpufleet.exo.exo_data).
+    try:
+        manifests = exo_data.check_store(store, models.repositories(settings))
+    except exo_data.Refused as refused:
+        sys.exit(str(refused))
     instances = [{"name": os.path.basename(h), "home": h, "env": {"TMPDIR": h + "/tmp"}} for h in homes]
-    placement = models.placement("localhost", settings, instances, store={"results": found})
+    placement = models.placement("localhost", settings, instances, store=manifests)
     if errors or placement["errors"]:
         sys.exit("; ".join(errors + placement["errors"]))
     for directory in placement["store_dirs"] + placement["dirs"]:
         os.makedirs(directory, exist_ok=True)
     # The role copies the store to the host's copy; a hard link is that copy here, without the bytes.
-    for pair in placement["copies"] + placement["links"]:
+    for pair in placement["host_copies"] + placement["links"]:
         if not os.path.exists(pair["dest"]):
             os.link(pair["src"], pair["dest"])
     for seed in placement["seeds"]:

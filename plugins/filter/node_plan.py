@@ -56,11 +56,11 @@ def node_files(instances, removed, user, group, data_dir, config_dir, paths, fir
     return files.layout(instances, removed, user, group, data_dir, config_dir, paths, firewall, discovery)
 
 
-def node_models(settings, instances, host, store=None, placed=None, df=None):
+def node_models(settings, instances, host, store=None, placed=None, free=None):
     values, errors = models.model_settings(settings)
     if errors:
         return {"errors": ["host %s: %s" % (host, e) for e in errors], "summary": [], "repos": []}
-    return models.placement(host, values, instances, store=store, placed=placed, df=df)
+    return models.placement(host, values, instances, store=store, placed=placed, free=free)
 
 
 def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,

@@ -25,7 +25,13 @@ def _dir(path, owner, group, mode="0750"):
 
 
 def layout(instances, removed, user, group, data_dir, config_dir, paths, firewall, discovery):
-    """{"dirs", "templates", "absent"} for the instances.
+    """{"dirs", "data_dirs", "templates", "absent"} for the instances.
+
+    dirs are root's places, made with ansible.builtin.file; data_dirs are exo_node_data_dir and what
+    exo writes below it (each instance's EXO_HOME and TMPDIR), made by gpufleet.exo.exo_data without
+    following a link. The data directory itself is root's: exo writes only in its EXO_HOME
+    (ReadWritePaths=), so no entry of the data directory, such as the models' copy that root writes
+    (models.py), can be swapped for a link by exo.
 
     paths: the role's fixed paths (vars/main.yml): units, instances, topology, firewall, firewall_unit.
     firewall and discovery: exo_node_firewall and exo_node_discovery. Each template names the instances
@@ -36,10 +42,10 @@ def layout(instances, removed, user, group, data_dir, config_dir, paths, firewal
     dropin = dict((name, posixpath.join(units, "exo@%s.service.d" % name)) for name in names)
     firewall_unit = posixpath.join(units, paths["firewall_unit"])
     # Model caches are large and slow to download: created here, never removed by the role.
-    data = [data_dir] + [i["home"] for i in instances] + [i["env"]["TMPDIR"] for i in instances]
+    data = [i["home"] for i in instances] + [i["env"]["TMPDIR"] for i in instances]
     dirs = ([_dir(config_dir, "root", group), _dir(conf, "root", group)]
-            + [_dir(path, user, group) for path in sorted(set(data), key=data.index)]
             + [_dir(dropin[name], "root", "root", "0755") for name in names])
+    data_dirs = [_dir(data_dir, "root", group)] + [_dir(path, user, group) for path in sorted(set(data), key=data.index)]
     templates = ([_entry("unit", "exo@.service.j2", posixpath.join(units, "exo@.service"), instances=names)]
                  + [_entry("env", "instance.env.j2", posixpath.join(conf, "%s.env" % i["name"]), mode="0640",
                            instances=[i["name"]], instance=i) for i in instances]
@@ -63,4 +69,4 @@ def layout(instances, removed, user, group, data_dir, config_dir, paths, firewal
     # The instances the plan removed: their drop-ins and env files (their EXO_HOME stays).
     absent += [posixpath.join(units, "exo@%s.service.d" % name) for name in removed]
     absent += [posixpath.join(conf, "%s.env" % name) for name in removed]
-    return {"dirs": dirs, "templates": templates, "absent": absent}
+    return {"dirs": dirs, "data_dirs": data_dirs, "templates": templates, "absent": absent}

@@ -37,8 +37,8 @@ GB = 1e9
 
 
 # The variables the placement reads; the role checks all of them in its preflight.
-SETTINGS = ("exo_node_models", "exo_node_model_source", "exo_node_model_store", "exo_node_data_dir", "exo_node_user",
-            "exo_node_group")
+SETTINGS = ("exo_node_models", "exo_node_model_source", "exo_node_model_store", "exo_node_model_mirror_insecure",
+            "exo_node_data_dir", "exo_node_user", "exo_node_group")
 
 
 def model_settings(raw):
@@ -47,6 +47,8 @@ def model_settings(raw):
     values = dict((name, raw.get(name, defaults[name])) for name in SETTINGS)
     try:
         values["exo_node_models"] = role_settings.as_list("exo_node_models", values["exo_node_models"])
+        values["exo_node_model_mirror_insecure"] = role_settings.as_bool(
+            "exo_node_model_mirror_insecure", values["exo_node_model_mirror_insecure"])
     except role_settings.SettingError as problem:
         return values, [str(problem)]
     return values, check_models(values)
@@ -62,61 +64,46 @@ def repositories(settings):
     return repos
 
 
-def _found(results, root):
-    """{repo: {path relative to root/repo: size}} from a looped ansible.builtin.find over the repositories."""
-    found = {}
-    for result in (results or {}).get("results") or []:
-        prefix = posixpath.join(root, result["item"]) + "/"
-        found[result["item"]] = dict((f["path"][len(prefix):], f["size"]) for f in result.get("files") or []
-                                     if f["path"].startswith(prefix))
-    return found
+def placement(host, settings, instances, store=None, placed=None, free=None):
+    """What the role does for exo_node_models on host: {"errors", "repos", "copies", "host_copies",
+    "store_dirs", "dirs", "directories", "verify", "links", "seeds", "copy_bytes", "summary"}.
 
-
-def _free_bytes(df):
-    """Bytes available from `df --output=avail -B1` (None when unknown)."""
-    lines = ((df or {}).get("stdout") or "").split()
-    return int(lines[-1]) if lines and lines[-1].isdigit() else None
-
-
-def placement(host, settings, instances, store=None, placed=None, df=None):
-    """What the role does for exo_node_models on host: {"errors", "repos", "copies", "remote_src",
-    "store_dirs", "dirs", "directories", "links", "seeds", "copy_bytes", "summary"}.
-
-    store: the looped find over the repositories in exo_node_model_store (on the controller or the
-    host); placed: the same over exo_node_data_dir/models on the host;
-    df: `df --output=avail -B1 exo_node_data_dir`. Each is None until its task has run.
+    store: the store's manifests as the module gpufleet.exo.exo_data (step store) checked them,
+    {repo: {path: {"size", "sha256"}}}; placed: what exo_data (step inspect) found in
+    exo_node_data_dir/models, {repo: {path: size}}; free: the bytes free there. Each is None until
+    its task has run. The manifest itself is not placed: exo would ask the hub for a file it lists.
     """
-    result = {"errors": [], "repos": repositories(settings), "copies": [], "remote_src": False, "store_dirs": [],
-              "dirs": [], "directories": [], "links": [], "seeds": [], "copy_bytes": 0, "summary": []}
+    result = {"errors": [], "repos": repositories(settings), "copies": [], "host_copies": [], "store_dirs": [],
+              "dirs": [], "directories": [], "verify": {}, "links": [], "seeds": [], "copy_bytes": 0, "summary": []}
     source = settings["exo_node_model_source"]
     if not result["repos"] or source == "mirror" or store is None:
         if result["repos"] and source == "mirror":
             result["summary"] = ["models %s: from the mirror %s (HF_ENDPOINT), downloaded by exo itself"
                                  % (", ".join(settings["exo_node_models"]), settings["exo_node_model_store"])]
         return result
-    # ansible.builtin.find reports normalised paths.
     root = posixpath.normpath(settings["exo_node_model_store"])
     where = "on the controller" if source == "controller" else "on the host"
-    result["remote_src"] = source == "host"
-    found = _found(store, root)
-    have = _found(placed, posixpath.normpath(posixpath.join(settings["exo_node_data_dir"], "models")))
+    copies = result["copies" if source == "controller" else "host_copies"]
     # Each EXO_HOME once (a shared home serves several instances), with the instances that read it.
     homes = {}
     for i in instances:
         homes.setdefault((i["home"], i["env"]["TMPDIR"]), []).append(i["name"])
     for repo in result["repos"]:
-        files = found.get(repo) or {}
+        manifest = store.get(repo) or {}
+        files = dict((path, entry["size"]) for path, entry in manifest.items())
         if not any(path.endswith(".safetensors") for path in files):
             result["errors"].append(
                 "host %s: exo_node_model_store has no *.safetensors file of %s (for exo_node_models %s) in %s/%s %s; "
-                "put the repository's files there (huggingface-cli download %s --local-dir %s/%s)"
+                "put the repository's files there (huggingface-cli download %s --local-dir %s/%s) and make its manifest"
                 % (host, repo, ", ".join(m for m in settings["exo_node_models"] if MODEL_REPOS.get(m) == repo),
                    root, repo, where, repo, root, repo))
             continue
-        missing = sum(size for path, size in files.items() if (have.get(repo) or {}).get(path) != size)
+        have = (placed or {}).get(repo) or {}
+        missing = sum(size for path, size in files.items() if have.get(path) != size)
         kept = posixpath.join(settings["exo_node_data_dir"], "models", repo)
-        result["copies"] += [{"src": posixpath.join(root, repo, path), "dest": posixpath.join(kept, path)}
-                             for path in sorted(files)]
+        copies += [{"src": posixpath.join(root, repo, path), "dest": posixpath.join(kept, path),
+                    "sha256": manifest[path]["sha256"]} for path in sorted(files)]
+        result["verify"][kept] = manifest
         result["store_dirs"] += _parents(kept, files)
         result["copy_bytes"] += missing
         name = repo.replace("/", "--")
@@ -136,7 +123,6 @@ def placement(host, settings, instances, store=None, placed=None, df=None):
                 result["seeds"].append({"dest": index, "content": EMPTY_INDEX})
         result["summary"].append("model %s: %d files, %.2f GB, kept in %s (%.2f GB to copy from %s %s)" % (
             repo, len(files), sum(files.values()) / GB, kept, missing / GB, posixpath.join(root, repo), where))
-    free = _free_bytes(df)
     if free is not None and result["copy_bytes"] > free:
         result["errors"].append("host %s: the models need %.2f GB more in %s (exo_node_data_dir) and it has %.2f GB "
                                 "free; free space there, or choose fewer exo_node_models"
@@ -144,9 +130,12 @@ def placement(host, settings, instances, store=None, placed=None, df=None):
     result["store_dirs"] = sorted(set(result["store_dirs"]))
     result["dirs"] = sorted(set(result["dirs"]))
     # Both with their owners, for one task: the host's copy is root's, each instance's own the service user's.
+    # The host's copy's directories are root's, like the data directory above them (files.py): exo can
+    # change nothing on the path the controller's copy is written to.
     user, group = settings["exo_node_user"], settings["exo_node_group"]
+    models = posixpath.join(settings["exo_node_data_dir"], "models")
     result["directories"] = ([{"path": path, "owner": "root", "group": group, "mode": "0750"}
-                              for path in result["store_dirs"]]
+                              for path in [models] + result["store_dirs"]]
                              + [{"path": path, "owner": user, "group": group, "mode": "0750"} for path in result["dirs"]])
     return result
 

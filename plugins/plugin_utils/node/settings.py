@@ -304,6 +304,12 @@ def check_models(values):
         if not pattern.match(store):
             errors.append("exo_node_model_store is %s; with exo_node_model_source: %s and exo_node_models set, "
                           "give %s" % (show(store), source, what))
+        # A mirror's files are checked only against what the mirror itself serves: over plain HTTP anyone
+        # on the path can change the models exo downloads.
+        elif source == "mirror" and store.startswith("http://") and values.get("exo_node_model_mirror_insecure") is not True:
+            errors.append("exo_node_model_store is %s, a mirror over plain HTTP, where anyone on the path can change "
+                          "the models exo downloads; give its https:// URL, or set exo_node_model_mirror_insecure: "
+                          "true where the network is trusted" % show(store))
     return errors
 
 

@@ -204,6 +204,28 @@ def patch_chatgpt_api(module):
     api_class.handle_post_chat_completions = handle_post_chat_completions
 
 
+class NoRemoteCode(object):
+    """transformers' Auto class auto, whose from_pretrained never runs code from the model's directory."""
+
+    def __init__(self, auto):
+        self.auto = auto
+
+    def from_pretrained(self, *args, **kwargs):
+        kwargs["trust_remote_code"] = False
+        return self.auto.from_pretrained(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.auto, name)
+
+
+def patch_tokenizers(module):
+    """exo loads a model's processor and tokenizer with trust_remote_code=True: a model whose configuration
+    maps a class to a *.py of its directory (auto_map) runs that code in exo. Patched, transformers is
+    told not to; such a model then fails to load, as transformers says, and no code of it runs."""
+    module.AutoProcessor = NoRemoteCode(module.AutoProcessor)
+    module.AutoTokenizer = NoRemoteCode(module.AutoTokenizer)
+
+
 # module -> ({sha256 of a source the patch was written against: the exo release it comes from}, patch)
 PATCHES = {
     "exo.topology.device_capabilities": (
@@ -211,6 +233,8 @@ PATCHES = {
         patch_device_capabilities),
     "exo.orchestration.node": ({"c94cf0d1b31b654789398ca2d6e3a976bbe8c62792c9b3b3c1083a8db48f5b25": "exo e4238f9ef"}, patch_node),
     "exo.api.chatgpt_api": ({"ac7416fe37f509fbedddab63f2e7bea828e6ab372bd9e1e29fb98f0dd5332b8e": "exo e4238f9ef"}, patch_chatgpt_api),
+    "exo.inference.tokenizers": (
+        {"e679c1407433535a1f298936a5045d8fc10c6c190d103d80ef0415e6588eda64": "exo e4238f9ef"}, patch_tokenizers),
 }
 
 

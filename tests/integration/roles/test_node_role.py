@@ -18,6 +18,8 @@ import sys
 
 import pytest
 
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_data
+
 from tests.helpers import NODE_TASKS as PLAYBOOK, run_playbook, tinygrad_facts as tinygrad
 from tests.simulated import hosts as simhosts
 from tests.simulated.hosts import uuid
@@ -65,6 +67,11 @@ WHOLE = {
     # A first run: the facts at hand were not gathered with exo's interpreter, but show the GPUs.
     "first_run": ("four", whole_role(exo_node_refresh_facts="auto", exo_node_gpus=[7]),
                   ["host first_run: exo_node_gpus entry '7' matches no GPU"]),
+    # A store the models are not in, or whose file differs from its manifest: found before any change.
+    "no_store": ("cpu_only", whole_role(exo_node_models=["llama-3.2-1b"], exo_node_model_store="{{ result_dir }}/../none"),
+                 ["/none/unsloth/Llama-3.2-1B-Instruct is missing or empty"]),
+    "tampered": ("cpu_only", whole_role(exo_node_models=["llama-3.2-1b"], exo_node_model_store="{{ result_dir }}/../store"),
+                 ["/store/unsloth/Llama-3.2-1B-Instruct/model.safetensors differs from its sha256 in gpufleet-model.json"]),
     # Four GPU instances run; a typo in the minimum would leave none of them and run exo on the CPU.
     "typo": ("four", whole_role(exo_node_min_memory_mib="819200"),
              ["host typo: exo_node_min_memory_mib 819200 is above the memory of every GPU here",
@@ -80,6 +87,20 @@ WHOLE = {
                     ['host tls_missing: exo_node_api_proxy_tls_certificate is "/nonexistent/exo.crt", which is not a '
                      "file on the host", 'exo_node_api_proxy_tls_key is "/nonexistent/exo.key"']),
 }
+
+
+def model_store(tmp, tampered=False):
+    """A store of llama-3.2-1b's repository in tmp/store with its manifest; its weights changed after, if tampered."""
+    repo = os.path.join(tmp, "store", "unsloth", "Llama-3.2-1B-Instruct")
+    os.makedirs(repo)
+    for name, content in (("model.safetensors", b"w" * 64), ("config.json", b"{}"), ("tokenizer.json", b"{}")):
+        with open(os.path.join(repo, name), "wb") as handle:
+            handle.write(content)
+    _exo_data.make_manifest(repo, check_mode=False)
+    if tampered:
+        with open(os.path.join(repo, "model.safetensors"), "wb") as handle:
+            handle.write(b"W" * 64)
+    return repo
 
 
 def _inventory_host(tmp, name, host, settings, tasks, nvml_lib):
@@ -146,6 +167,7 @@ def test_simulated_whole_role_refuses_before_any_change(tmp_path, nvml_lib, chec
     for n in range(4):
         with open(os.path.join(instances, uuid(n) + ".env"), "w") as handle:
             handle.write("# running\n")
+    model_store(tmp, tampered=True)
     before = sorted(os.walk(os.path.join(tmp, "paths")))
     proc, found = run(tmp, dict((name, (host, settings, "main.yml")) for name, (host, settings, dummy) in WHOLE.items()),
                       nvml_lib, check=check)
@@ -157,3 +179,17 @@ def test_simulated_whole_role_refuses_before_any_change(tmp_path, nvml_lib, chec
     # Nothing was created, changed or removed under any host's paths.
     assert sorted(os.walk(os.path.join(tmp, "paths"))) == before
     assert sorted(os.listdir(instances)) == sorted(uuid(n) + ".env" for n in range(4))
+
+
+def test_check_mode_runs_a_first_deployment_with_models_to_the_end_and_says_what_it_would_copy(tmp_path, nvml_lib):
+    tmp = str(tmp_path)
+    repo = model_store(tmp)
+    settings = whole_role(exo_node_models=["llama-3.2-1b"], exo_node_model_store="{{ result_dir }}/../store")
+    proc, found = run(tmp, {"models": ("cpu_only", settings, "main.yml")}, nvml_lib, check=True)
+    assert found["models"]["ok"], (found["models"], proc.stdout[-6000:])
+    # Each file it would copy, named by the copy task's items (the paths as the inventory spells them).
+    kept = os.path.join(tmp, "results", "..", "paths", "models", "exo_node_data_dir", "models", "unsloth",
+                        "Llama-3.2-1B-Instruct")
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        assert "changed: [models] => (item=%s)" % os.path.join(kept, name) in proc.stdout, proc.stdout[-6000:]
+    assert not os.path.exists(os.path.join(tmp, "paths"))

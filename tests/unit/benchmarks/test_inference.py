@@ -13,6 +13,7 @@ import os
 import pytest
 
 from tests.helpers import REPO
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_data as exo_data
 
 SPEC = importlib.util.spec_from_file_location("inference_bench", os.path.join(REPO, "benchmarks", "inference.py"))
 bench = importlib.util.module_from_spec(SPEC)
@@ -56,6 +57,7 @@ def test_the_model_is_placed_where_exo_reads_it_and_exo_asks_no_hub(tmp_path):
     (store / repo).mkdir(parents=True)
     (store / repo / "model.safetensors").write_bytes(b"w" * 64)
     (store / repo / "tokenizer.json").write_text("{}")
+    exo_data.make_manifest(str(store / repo), check_mode=False)
     homes = [str(tmp_path / "work" / name) for name in ("ring0", "ring1")]
     bench.place(str(store), homes)
     for home in homes:

@@ -309,3 +309,45 @@ def test_an_answer_that_comes_is_exos(exo):
     node = node_class("b")
     assert asyncio.run(module.ChatGPTAPI(node).handle_post_chat_completions(Request("r1"))) == "exo's answer"
     assert patches.ring_watch(node).waiters == set()
+
+
+# The shape of exo's tokenizers module: transformers' Auto classes as names of the module, read at each call.
+TOKENIZERS = '''
+class AutoProcessor(object):
+    @classmethod
+    def from_pretrained(cls, path, **kwargs):
+        return ("processor", path, kwargs)
+
+
+class AutoTokenizer(AutoProcessor):
+    pass
+
+
+def resolve(path):
+    return (AutoProcessor.from_pretrained(path, use_fast=False, trust_remote_code=True),
+            AutoTokenizer.from_pretrained(path, trust_remote_code=True))
+'''
+
+
+def test_exos_tokenizers_are_loaded_without_remote_code(tmp_path, monkeypatch):
+    package = tmp_path / "gf_fake_tok"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "tokenizers.py").write_text(TOKENIZERS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    digest = hashlib.sha256(TOKENIZERS.encode()).hexdigest()
+    try:
+        module = load("gf_fake_tok.tokenizers", patches.Finder({"gf_fake_tok.tokenizers": ({digest: "exo test"},
+                                                                                           patches.patch_tokenizers)}),
+                      monkeypatch)
+        processor, tokenizer = module.resolve("/models/m")
+    finally:
+        for name in [n for n in sys.modules if n.startswith("gf_fake_tok")]:
+            del sys.modules[name]
+    assert processor == ("processor", "/models/m", {"use_fast": False, "trust_remote_code": False})
+    assert tokenizer[2] == {"trust_remote_code": False}
+
+
+def test_the_tokenizers_patch_is_written_against_exos_source():
+    known, patch = patches.PATCHES["exo.inference.tokenizers"]
+    assert patch is patches.patch_tokenizers and list(known.values()) == ["exo e4238f9ef"]

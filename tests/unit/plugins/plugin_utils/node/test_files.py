@@ -20,15 +20,16 @@ def layout(instances, removed=(), firewall=True, discovery="manual"):
 
 def test_the_directories_each_once_with_their_owners(probed):
     instances = ok(probed["two"])["instances"]
-    dirs = layout(instances)["dirs"]
-    paths = [d["path"] for d in dirs]
+    dirs, data_dirs = layout(instances)["dirs"], layout(instances)["data_dirs"]
+    paths = [d["path"] for d in dirs + data_dirs]
     assert len(paths) == len(set(paths))
-    assert dirs[:3] == [{"path": "/etc/exo", "owner": "root", "group": "exo-grp", "mode": "0750"},
-                        {"path": "/etc/exo/instances", "owner": "root", "group": "exo-grp", "mode": "0750"},
-                        {"path": "/var/lib/exo", "owner": "exo", "group": "exo-grp", "mode": "0750"}]
+    assert dirs[:2] == [{"path": "/etc/exo", "owner": "root", "group": "exo-grp", "mode": "0750"},
+                        {"path": "/etc/exo/instances", "owner": "root", "group": "exo-grp", "mode": "0750"}]
+    # the data directory is root's: exo cannot swap an entry of it for a link; below it, each EXO_HOME is exo's
+    assert data_dirs[0] == {"path": "/var/lib/exo", "owner": "root", "group": "exo-grp", "mode": "0750"}
     for i in instances:
-        assert {"path": i["home"], "owner": "exo", "group": "exo-grp", "mode": "0750"} in dirs
-        assert {"path": i["env"]["TMPDIR"], "owner": "exo", "group": "exo-grp", "mode": "0750"} in dirs
+        assert {"path": i["home"], "owner": "exo", "group": "exo-grp", "mode": "0750"} in data_dirs
+        assert {"path": i["env"]["TMPDIR"], "owner": "exo", "group": "exo-grp", "mode": "0750"} in data_dirs
         assert {"path": "/etc/systemd/system/exo@%s.service.d" % i["name"], "owner": "root", "group": "root",
                 "mode": "0755"} in dirs
 

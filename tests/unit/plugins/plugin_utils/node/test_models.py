@@ -2,13 +2,12 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The models the node role places (plugins/plugin_utils/node/models.py): from a store on disk, as
-ansible.builtin.find reports it, the copies, each instance's links and exo's cached answers, and what
+gpufleet.exo.exo_data checked its manifests, the copies, each instance's links and exo's cached answers, and what
 stops a placement. The role places the synthetic model for real in roles/node/molecule/serve."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
 
 import pytest
 
@@ -19,20 +18,11 @@ REPO = "unsloth/Llama-3.2-1B-Instruct"
 FILES = {"model.safetensors": 1000, "config.json": 10, "tokenizer.json": 20, "sub/extra.txt": 3}
 
 
-def find(root, repos, files=None):
-    """ansible.builtin.find looped over repos in root, over files written there (FILES by default)."""
+def manifests(repos, files=None):
+    """What gpufleet.exo.exo_data (step store) answers for repos whose manifests list files (FILES by default)."""
     files = FILES if files is None else files
-    results = []
-    for repo in repos:
-        found = []
-        for path, size in files.items():
-            full = os.path.join(root, repo, path)
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            with open(full, "wb") as handle:
-                handle.write(b"x" * size)
-            found.append({"path": full, "size": size})
-        results.append({"item": repo, "files": found})
-    return {"results": results}
+    return dict((repo, dict((path, {"size": size, "sha256": "%064x" % size}) for path, size in files.items()))
+                for repo in repos)
 
 
 def settings(**changes):
@@ -48,21 +38,27 @@ def instances(probed):
     return ok(probed["one"])["instances"]
 
 
-def test_a_controller_store_is_copied_once_and_linked_into_every_instance(tmp_path, instances):
-    store = str(tmp_path / "store")
-    # a store given with ".." and a trailing slash, as find reports it: normalised
-    given = os.path.join(store, "..", "store") + "/"
-    placement = models.placement("h", settings(exo_node_model_store=given), instances, store=find(store, [REPO]),
-                                 df={"stdout": "Avail\n5000\n"})
+def test_a_controller_store_is_copied_once_and_linked_into_every_instance(instances):
+    # a store given with ".." and a trailing slash: normalised
+    placement = models.placement("h", settings(exo_node_model_store="/srv/../store/"), instances,
+                                 store=manifests([REPO]), free=5000)
     assert placement["errors"] == []
     kept = "/var/lib/exo/models/" + REPO
+    assert placement["copies"][0] == {"src": "/store/%s/config.json" % REPO, "dest": kept + "/config.json",
+                                      "sha256": "%064x" % 10}
     assert [c["dest"] for c in placement["copies"]] == [kept + "/" + p for p in sorted(FILES)]
+    assert placement["host_copies"] == []
+    # checked against the store's manifest once copied
+    assert placement["verify"] == {kept: manifests([REPO])[REPO]}
     assert placement["copy_bytes"] == sum(FILES.values())
     assert placement["store_dirs"] == [kept, kept + "/sub"]
-    assert placement["directories"][:2] == [{"path": kept, "owner": "root", "group": "exo", "mode": "0750"},
-                                            {"path": kept + "/sub", "owner": "root", "group": "exo", "mode": "0750"}]
-    assert [d["path"] for d in placement["directories"][2:]] == placement["dirs"]
-    assert set(d["owner"] for d in placement["directories"][2:]) == {"exo"}
+    # root's, all the way from the data directory: exo can swap nothing on the path root copies to
+    assert placement["directories"][:3] == [
+        {"path": "/var/lib/exo/models", "owner": "root", "group": "exo", "mode": "0750"},
+        {"path": kept, "owner": "root", "group": "exo", "mode": "0750"},
+        {"path": kept + "/sub", "owner": "root", "group": "exo", "mode": "0750"}]
+    assert [d["path"] for d in placement["directories"][3:]] == placement["dirs"]
+    assert set(d["owner"] for d in placement["directories"][3:]) == {"exo"}
     # each instance: its downloads link to the host's copy, and exo's two answers are in its TMPDIR
     home = instances[-1]["home"]
     assert {"src": kept + "/model.safetensors", "dest": home + "/downloads/unsloth--Llama-3.2-1B-Instruct/model.safetensors",
@@ -75,46 +71,46 @@ def test_a_controller_store_is_copied_once_and_linked_into_every_instance(tmp_pa
     assert len(placement["seeds"]) == 2 * len(instances)
 
 
-def test_files_already_there_are_not_counted_and_too_little_space_stops_the_run(tmp_path, instances):
-    store, data = str(tmp_path / "store"), str(tmp_path / "data")
-    placed = find(os.path.join(data, "models"), [REPO], {"model.safetensors": 1000})
-    placement = models.placement("h", settings(exo_node_model_store=store, exo_node_data_dir=data), instances,
-                                 store=find(store, [REPO]), placed=placed, df={"stdout": "Avail\n20\n"})
+def test_files_already_there_are_not_counted_and_too_little_space_stops_the_run(instances):
+    data = "/data"
+    placement = models.placement("h", settings(exo_node_data_dir=data), instances, store=manifests([REPO]),
+                                 placed={REPO: {"model.safetensors": 1000}}, free=20)
     assert placement["copy_bytes"] == 33
     assert placement["errors"] == ["host h: the models need 0.00 GB more in %s (exo_node_data_dir) and it has 0.00 GB "
                                    "free; free space there, or choose fewer exo_node_models" % data]
 
 
-def test_a_repository_index_is_linked_and_a_host_store_is_copied_on_the_host(tmp_path, instances):
-    store = str(tmp_path / "store")
+def test_a_repository_index_is_linked_and_a_host_store_is_copied_on_the_host(instances):
+    store = "/mnt/store"
     files = dict(FILES, **{"model.safetensors.index.json": 5})
     placement = models.placement("h", settings(exo_node_model_source="host", exo_node_model_store=store), instances,
-                                 store=find(store, [REPO], files))
+                                 store=manifests([REPO], files))
     kept = "/var/lib/exo/models/" + REPO
-    assert placement["remote_src"] is True
-    assert placement["copies"][0] == {"src": "%s/%s/config.json" % (store, REPO), "dest": kept + "/config.json"}
+    assert placement["copies"] == []
+    assert placement["host_copies"][0] == {"src": "%s/%s/config.json" % (store, REPO), "dest": kept + "/config.json",
+                                           "sha256": "%064x" % 10}
     home = instances[0]["home"]
     assert {"src": kept + "/model.safetensors.index.json",
             "dest": home + "/tmp/exo/unsloth--Llama-3.2-1B-Instruct/model.safetensors.index.json",
             "instances": [instances[0]["name"]]} in placement["links"]
 
 
-def test_a_store_without_the_model_is_refused_with_what_to_do(tmp_path, instances):
+def test_a_store_without_the_model_is_refused_with_what_to_do(instances):
     placement = models.placement("h", settings(exo_node_models=["llama-3.2-1b", "llama-3.2-1b-8bit"]), instances,
-                                 store={"results": [{"item": REPO, "files": []}]})
+                                 store=manifests([REPO], {"config.json": 10}))
     assert placement["errors"] == [
         "host h: exo_node_model_store has no *.safetensors file of %s (for exo_node_models llama-3.2-1b, "
         "llama-3.2-1b-8bit) in /store/%s on the controller; put the repository's files there "
-        "(huggingface-cli download %s --local-dir /store/%s)" % (REPO, REPO, REPO, REPO)]
+        "(huggingface-cli download %s --local-dir /store/%s) and make its manifest" % (REPO, REPO, REPO, REPO)]
 
 
 def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
-    mirror = settings(exo_node_model_source="mirror", exo_node_model_store="http://mirror.example:8080/")
-    placement = models.placement("h", mirror, [], store={"results": []})
+    mirror = settings(exo_node_model_source="mirror", exo_node_model_store="https://mirror.example:8080/")
+    placement = models.placement("h", mirror, [], store={})
     assert placement["links"] == [] and placement["summary"] == [
-        "models llama-3.2-1b: from the mirror http://mirror.example:8080/ (HF_ENDPOINT), downloaded by exo itself"]
+        "models llama-3.2-1b: from the mirror https://mirror.example:8080/ (HF_ENDPOINT), downloaded by exo itself"]
     instances = ok(probed["one"], **mirror)["instances"]
-    assert set(i["env"]["HF_ENDPOINT"] for i in instances) == {"http://mirror.example:8080"}
+    assert set(i["env"]["HF_ENDPOINT"] for i in instances) == {"https://mirror.example:8080"}
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -122,7 +118,19 @@ def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
     ({"exo_node_model_store": ""}, 'exo_node_model_store is ""; with exo_node_model_source: controller'),
     ({"exo_node_model_source": "host", "exo_node_model_store": "models"}, "give an absolute path on the host"),
     ({"exo_node_model_source": "mirror", "exo_node_model_store": "ftp://x"}, "give the http:// or https:// URL"),
+    # A mirror over plain HTTP, unless the operator says the network is trusted (below).
+    ({"exo_node_model_source": "mirror", "exo_node_model_store": "http://mirror.lan"},
+     'exo_node_model_store is "http://mirror.lan", a mirror over plain HTTP, where anyone on the path can change '
+     "the models exo downloads; give its https:// URL, or set exo_node_model_mirror_insecure: true"),
+    ({"exo_node_model_mirror_insecure": "maybe"}, 'exo_node_model_mirror_insecure is "maybe"; give true or false'),
 ])
 def test_model_settings_that_cannot_work_are_refused_by_name(changes, message):
     values, errors = models.model_settings(settings(**changes))
     assert len(errors) == 1 and message in errors[0], errors
+
+
+def test_a_plain_http_mirror_is_taken_where_the_operator_says_the_network_is_trusted(probed):
+    mirror = settings(exo_node_model_source="mirror", exo_node_model_store="http://mirror.lan",
+                      exo_node_model_mirror_insecure=True)
+    assert models.model_settings(mirror)[1] == []
+    assert set(i["env"]["HF_ENDPOINT"] for i in ok(probed["one"], **mirror)["instances"]) == {"http://mirror.lan"}

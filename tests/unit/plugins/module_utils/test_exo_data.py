@@ -1,0 +1,201 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What gpufleet.exo.exo_data does in exo's data directory and with a model store
+(plugins/module_utils/_exo_data.py), in a directory of the test's own: links planted where exo can
+write are refused with nothing written through them, and a store is checked against its manifest."""
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import grp
+import hashlib
+import json
+import os
+import pwd
+
+import pytest
+
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_data as data
+
+USER = pwd.getpwuid(os.getuid()).pw_name
+GROUP = grp.getgrgid(os.getgid()).gr_name
+REPO = "unsloth/Llama-3.2-1B-Instruct"
+MODEL = {"model.safetensors": b"weights" * 100, "config.json": b'{"model_type": "llama"}',
+         "tokenizer_config.json": b'{"chat_template": "x"}', "sub/extra.txt": b"x"}
+
+
+def write(path, content):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as handle:
+        handle.write(content)
+
+
+def read(path):
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+def store_with(tmp_path, files=None, manifest=True):
+    """A store holding REPO with files (MODEL by default) and, unless told, the manifest of MODEL."""
+    store = str(tmp_path / "store")
+    repo = os.path.join(store, REPO)
+    for path, content in (MODEL if files is None else files).items():
+        write(os.path.join(repo, path), content)
+    if manifest:
+        entries = [{"path": p, "size": len(c), "sha256": hashlib.sha256(c).hexdigest()} for p, c in sorted(MODEL.items())]
+        write(os.path.join(repo, data.MANIFEST), json.dumps({"card": "llama-3.2-1b", "files": entries}).encode())
+    return store
+
+
+def directory(path, mode="0750"):
+    return {"path": path, "owner": USER, "group": GROUP, "mode": mode}
+
+
+def place(root, check_mode=False, **given):
+    params = {"root": root, "store": None, "directories": [], "copies": [], "verify": {}, "links": [], "seeds": [],
+              "user": USER, "group": GROUP}
+    params.update(given)
+    return data.place(params, check_mode)
+
+
+def planted(tmp_path):
+    """exo's data directory with an EXO_HOME in which exo planted a link to a directory of root's."""
+    root, target = str(tmp_path / "data"), str(tmp_path / "etc")
+    os.makedirs(os.path.join(root, "gpu0"))
+    os.makedirs(target)
+    return root, target
+
+
+# Each place root would write through a link that exo planted: the step and what it is given.
+PLANTED = [
+    ("a directory", "gpu0/downloads", lambda root: {"directories": [directory(root + "/gpu0/downloads/m")]}),
+    ("a seed", "gpu0/tmp", lambda root: {"seeds": [{"dest": root + "/gpu0/tmp/list.json", "content": "[]"}]}),
+    ("a seed's own name", "gpu0/list.json",
+     lambda root: {"seeds": [{"dest": root + "/gpu0/list.json", "content": "[]"}]}),
+    ("a link's own name", "gpu0/model.safetensors",
+     lambda root: {"links": [{"src": root + "/models/w", "dest": root + "/gpu0/model.safetensors", "instances": []}]}),
+]
+
+
+@pytest.mark.parametrize("what, link, given", PLANTED, ids=[case[0] for case in PLANTED])
+def test_a_link_planted_in_exos_home_is_refused_by_name_with_nothing_written_through_it(tmp_path, what, link, given):
+    root, target = planted(tmp_path)
+    write(os.path.join(root, "models", "w"), b"weights")
+    os.symlink(target if not link.endswith((".json", ".safetensors")) else os.path.join(target, "f"),
+               os.path.join(root, link))
+    with pytest.raises(data.Refused) as refused:
+        place(root, **given(root))
+    assert "%s/%s is a symbolic link" % (root, link) in str(refused.value)
+    assert os.listdir(target) == []
+
+
+def test_a_link_in_place_of_the_data_directory_or_the_models_copy_is_refused(tmp_path):
+    target = str(tmp_path / "etc")
+    os.makedirs(target)
+    os.symlink(target, str(tmp_path / "data"))
+    with pytest.raises(data.Refused, match="/data is a symbolic link"):
+        place(str(tmp_path / "data"), directories=[directory(str(tmp_path / "data"))])
+    with pytest.raises(data.Refused, match="/data is a symbolic link"):
+        data.inspect(str(tmp_path / "data"), [REPO])
+    assert os.listdir(target) == []
+
+
+def test_directories_links_and_seeds_are_made_once(tmp_path):
+    root = str(tmp_path / "data")
+    write(os.path.join(root, "models", "w"), b"weights")
+    given = {"directories": [directory(root, "0750"), directory(root + "/gpu0/downloads/m", "0700")],
+             "links": [{"src": root + "/models/w", "dest": root + "/gpu0/downloads/m/w", "instances": ["gpu0"]}],
+             "seeds": [{"dest": root + "/gpu0/downloads/list.json", "content": "[1]\n"}]}
+    first = place(root, **given)
+    assert first["changed"] and first["directories"] == [root, root + "/gpu0/downloads/m"]
+    assert [r["changed"] for r in first["results"]] == [True, True]
+    assert first["results"][0]["item"]["instances"] == ["gpu0"]
+    assert os.stat(root + "/gpu0/downloads/m/w").st_ino == os.stat(root + "/models/w").st_ino
+    assert oct(os.stat(root + "/gpu0/downloads/m").st_mode & 0o777) == "0o700"
+    # a directory made above one listed gets the listed one's owner and mode
+    assert oct(os.stat(root + "/gpu0").st_mode & 0o777) == "0o700"
+    assert read(root + "/gpu0/downloads/list.json") == b"[1]\n"
+    again = place(root, **given)
+    assert not again["changed"] and again["directories"] == []
+    # a file where the link belongs is replaced by the link (exo's own download of it, say)
+    os.unlink(root + "/gpu0/downloads/m/w")
+    write(root + "/gpu0/downloads/m/w", b"other")
+    assert place(root, **given)["results"][0]["changed"]
+    assert os.stat(root + "/gpu0/downloads/m/w").st_ino == os.stat(root + "/models/w").st_ino
+
+
+def test_check_mode_on_a_new_host_says_what_it_would_make_and_makes_nothing(tmp_path):
+    root = str(tmp_path / "new" / "data")
+    result = place(root, check_mode=True, directories=[directory(root), directory(root + "/gpu0/tmp/exo")],
+                   links=[{"src": root + "/models/w", "dest": root + "/gpu0/w", "instances": ["gpu0"]}],
+                   seeds=[{"dest": root + "/gpu0/tmp/exo/list.json", "content": "[]"}],
+                   copies=[{"src": REPO + "/w", "dest": root + "/models/w", "sha256": "0" * 64}])
+    assert result["changed"] and result["directories"] == [root, root + "/gpu0/tmp/exo"]
+    assert result["copied"] == [root + "/models/w"]
+    assert [r["changed"] for r in result["results"]] == [True, True]
+    assert not os.path.exists(str(tmp_path / "new"))
+
+
+def test_a_store_that_matches_its_manifest_is_copied_on_the_host_and_checked_there(tmp_path):
+    store = store_with(tmp_path)
+    manifest = data.check_store(store, [REPO])[REPO]
+    assert sorted(manifest) == sorted(MODEL)
+    root = str(tmp_path / "data")
+    kept = root + "/models/" + REPO
+    copies = [{"src": store + "/" + REPO + "/" + p, "dest": kept + "/" + p, "sha256": manifest[p]["sha256"]} for p in sorted(MODEL)]
+    dirs = [directory(kept), directory(kept + "/sub")]
+    first = place(root, store=store, directories=dirs, copies=copies, verify={kept: manifest})
+    assert first["copied"] == [c["dest"] for c in copies]
+    assert read(kept + "/model.safetensors") == MODEL["model.safetensors"]
+    assert oct(os.stat(kept + "/config.json").st_mode & 0o777) == "0o640"
+    assert place(root, store=store, directories=dirs, copies=copies, verify={kept: manifest})["copied"] == []
+    assert data.inspect(root, [REPO])["placed"] == {REPO: dict((p, len(c)) for p, c in MODEL.items())}
+    # the host's copy changed since (exo owns its files): refused after the copy, naming the file
+    write(kept + "/config.json", b'{"model_type": "llamb"}')
+    with pytest.raises(data.Refused, match="%s/config.json differs from its sha256" % kept):
+        place(root, verify={kept: manifest})
+
+
+# What a store may not hold, and what the refusal names.
+BAD_STORES = [
+    ("tampered", dict(MODEL, **{"model.safetensors": b"Weights" * 100}), "model.safetensors differs from its sha256"),
+    ("unlisted", dict(MODEL, **{"notes.txt": b"x"}), "notes.txt is not in gpufleet-model.json"),
+    ("missing", dict((p, c) for p, c in MODEL.items() if p != "sub/extra.txt"), "sub/extra.txt is missing"),
+    ("code", dict(MODEL, **{"tokenization_evil.py": b"import os"}), "tokenization_evil.py is a code file"),
+    ("hook", dict(MODEL, **{"tokenizer_config.json": b'{"auto_map": {"AutoTokenizer": ["t.T", null]}}'}),
+     "tokenizer_config.json has auto_map, a hook that makes transformers run code"),
+]
+
+
+@pytest.mark.parametrize("what, files, message", BAD_STORES, ids=[case[0] for case in BAD_STORES])
+def test_a_store_that_differs_from_its_manifest_or_holds_code_is_refused_naming_the_file(tmp_path, what, files, message):
+    store = store_with(tmp_path, files)
+    with pytest.raises(data.Refused) as refused:
+        data.check_store(store, [REPO])
+    assert "%s/%s/%s" % (store, REPO, message) in str(refused.value)
+
+
+def test_a_store_without_the_repository_or_its_manifest_is_refused_with_what_to_do(tmp_path):
+    with pytest.raises(data.Refused, match="%s/%s is missing or empty" % (tmp_path / "none", REPO)):
+        data.check_store(str(tmp_path / "none"), [REPO])
+    store = store_with(tmp_path, manifest=False)
+    with pytest.raises(data.Refused, match="has no gpufleet-model.json.*step=manifest|manifest=%s" % store):
+        data.check_store(store, [REPO])
+
+
+def test_the_manifest_is_made_from_the_files_and_keeps_what_else_it_says(tmp_path):
+    store = store_with(tmp_path)
+    repo = os.path.join(store, REPO)
+    with open(os.path.join(repo, data.MANIFEST)) as handle:
+        before = json.load(handle)
+    write(os.path.join(repo, "config.json"), b'{"model_type": "llama", "new": 1}')
+    changed, files = data.make_manifest(repo, check_mode=False)
+    assert changed and [f["path"] for f in files] == sorted(MODEL)
+    with open(os.path.join(repo, data.MANIFEST)) as handle:
+        after = json.load(handle)
+    assert after["card"] == before["card"] and after["files"] == files
+    assert data.check_store(store, [REPO])[REPO]["config.json"]["size"] == len(b'{"model_type": "llama", "new": 1}')
+    assert data.make_manifest(repo, check_mode=False)[0] is False
+    write(os.path.join(repo, "modeling.py"), b"")
+    with pytest.raises(data.Refused, match="modeling.py is a code file"):
+        data.make_manifest(repo, check_mode=False)
