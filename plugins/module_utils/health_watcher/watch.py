@@ -39,13 +39,19 @@ class Nvml:
     def __init__(self, pynvml):
         self.nvml = pynvml
         pynvml.nvmlInit()
-        self.handles, self.gpus = {}, []
+        self.handles, self.gpus, self.by_address = {}, [], {}
         for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            uuid = _nvml._text(pynvml.nvmlDeviceGetUUID(handle))
+            try:
+                handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+                uuid = _nvml._text(pynvml.nvmlDeviceGetUUID(handle))
+                bus_id = _nvml._text(pynvml.nvmlDeviceGetPciInfo(handle).busId)
+            except pynvml.NVMLError as exc:
+                _log("GPU %d: not watched, NVML does not answer for it: %s" % (index, exc))
+                continue
             self.handles[uuid] = handle
-            self.gpus.append({"uuid": uuid, "index": index,
-                              "pci_bus_id": _nvml._text(pynvml.nvmlDeviceGetPciInfo(handle).busId)})
+            # An event names its GPU by handle; a lost GPU no longer answers for its UUID.
+            self.by_address[ctypes.cast(handle, ctypes.c_void_p).value] = uuid
+            self.gpus.append({"uuid": uuid, "index": index, "pci_bus_id": bus_id})
         self.kinds = (
             (pynvml.nvmlEventTypeXidCriticalError, "xid"),
             (pynvml.nvmlEventTypeDoubleBitEccError, "ecc_double_bit"),
@@ -75,9 +81,10 @@ class Nvml:
                 time.sleep(WAIT_MS / 1000.0)  # an event set that fails keeps failing: do not spin
             return None
         kind = next((name for mask, name in self.kinds if mask and data.eventType & mask), None)
-        if kind is None:
+        uuid = self.by_address.get(ctypes.cast(data.device, ctypes.c_void_p).value)
+        if kind is None or uuid is None:
             return None
-        fault = {"gpu": _nvml._text(self.nvml.nvmlDeviceGetUUID(data.device)), "kind": kind, "source": "nvml"}
+        fault = {"gpu": uuid, "kind": kind, "source": "nvml"}
         if kind == "xid":
             fault["xid"] = int(data.eventData)
         return fault

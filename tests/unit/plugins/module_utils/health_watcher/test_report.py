@@ -6,10 +6,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
+import re
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.health_watcher import decide, report
+from ansible_collections.gpufleet.exo.plugins.module_utils.health_watcher import decide, report, xids
+from tests.helpers import REPO
 
 SETTINGS = {"flood_window_s": 60, "hold_s": 300, "settle_s": 10}
 
@@ -67,3 +70,20 @@ def test_a_state_file_of_another_version_is_ignored():
     saved = dict(json.loads(report.state_json(two_gpus(), 5)), version=0)
     listed = {"GPU-a": decide.new_gpu("GPU-a")}
     assert report.restore(saved, listed) == listed
+
+
+def docs():
+    with open(os.path.join(REPO, "docs", "health.md")) as handle:
+        return handle.read()
+
+
+def test_docs_list_every_metric_with_its_type():
+    documented = re.findall(r"^\| `(gpufleet_exo_[a-z_]+)` \| (gauge|counter) \|", docs(), re.M)
+    assert documented == [(name, kind) for name, kind, dummy_help, dummy_labels in report.METRICS]
+
+
+def test_docs_list_each_class_with_the_xids_of_the_table():
+    for cls in ("application", "reset", "reboot"):
+        row = re.search(r"^\| `%s` \| ([^|]*) \|" % cls, docs(), re.M).group(1)
+        listed = sorted(int(n) for n in re.findall(r"\b(\d+)\b", row))
+        assert listed == sorted(x for x, dummy, c, dummy_source in xids.TABLE if c == cls), cls
