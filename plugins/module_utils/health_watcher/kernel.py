@@ -25,7 +25,8 @@ def bus_id(domain, bus, device):
 
 def parse(line):
     """{"xid", "pci_bus_id", "text"} for a kernel XID line in either form, else None."""
-    line = KMSG_PREFIX.sub("", line.rstrip("\n"), count=1)
+    # A /dev/kmsg record may carry its dictionary (" KEY=value" lines) after the message.
+    line = KMSG_PREFIX.sub("", line.split("\n", 1)[0], count=1)
     match = XID_LINE.search(line)
     if not match:
         return None

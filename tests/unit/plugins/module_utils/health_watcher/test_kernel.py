@@ -20,6 +20,10 @@ LINES = [
     # /dev/kmsg: priority,sequence,microseconds,flags; then the message
     ("4,1893,269516977,-;NVRM: Xid (PCI:0000:3b:00): 48, pid=1896, DBE (double bit error) ECC error\n",
      {"xid": 48, "pci_bus_id": "0000:3b:00.0", "text": "pid=1896, DBE (double bit error) ECC error"}),
+    # a /dev/kmsg record with its dictionary lines
+    ("4,1894,269516978,-;NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n SUBSYSTEM=pci\n"
+     " DEVICE=+pci:0000:3b:00.0\n",
+     {"xid": 79, "pci_bus_id": "0000:3b:00.0", "text": "GPU has fallen off the bus."}),
     # older drivers, without PCI:
     ("[ 269.517039] NVRM: Xid (0000:01:00): 3, C 00000005 SC 00000007",
      {"xid": 3, "pci_bus_id": "0000:01:00.0", "text": "C 00000005 SC 00000007"}),
