@@ -196,3 +196,11 @@ def test_the_cost_benchmark_reports_its_figures():
     figures = json.loads(proc.stdout)
     assert sorted(figures) == ["cpu_percent_of_one_core", "gpus", "peak_rss_mib", "rss_mib", "seconds"]
     assert figures["gpus"] == 2 and figures["rss_mib"] > 0
+
+
+def test_only_the_gpus_given_are_watched(host):
+    h = host(**{"--gpus": UUIDS[1]})
+    assert sorted(h.state()) == [UUIDS[1]]
+    nvml.inject(h.events, nvml.xid(0, 48), nvml.xid(1, 13))
+    h.until(lambda: h.state()[UUIDS[1]]["xids"]["application"] == 1, "the second GPU's fault")
+    assert h.actions() == [] and sorted(h.state()) == [UUIDS[1]]

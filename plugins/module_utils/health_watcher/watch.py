@@ -128,8 +128,13 @@ def _follow_file(path, put, stop):
 
 
 def _follow_kmsg(path, put, stop):
-    """/dev/kmsg from its end: each read returns one record."""
-    fd = os.open(path, os.O_RDONLY)
+    """/dev/kmsg from its end: each read returns one record. Without it (a container), NVML's
+    events are all the watcher sees."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        _log("the kernel's XID lines are not read: %s" % exc)
+        return
     os.lseek(fd, 0, os.SEEK_END)
     while not stop.is_set():
         try:
@@ -187,7 +192,9 @@ class Watcher:
         self.opts, self.nvml = opts, nvml
         self.settings = {"flood_window_s": opts.flood_window_s, "hold_s": opts.hold_s,
                          "settle_s": opts.settle_s, "unit": opts.unit}
-        listed = dict((g["uuid"], decide.new_gpu(g["uuid"], g["pci_bus_id"], g["index"])) for g in nvml.gpus)
+        # The GPUs the node role gave instances (--gpus), else all.
+        watched = [g for g in nvml.gpus if not opts.gpus or g["uuid"] in opts.gpus]
+        listed = dict((g["uuid"], decide.new_gpu(g["uuid"], g["pci_bus_id"], g["index"])) for g in watched)
         self.gpus = report.restore(_load(opts.state), listed)
         self.units = dict((u, decide.unit(g, self.settings)) for u, g in self.gpus.items())
         self.faults = queue.Queue()
@@ -267,6 +274,8 @@ def options(argv):
     parser.add_argument("--kernel", default="kmsg", help="kmsg, journal, none, or file:PATH")
     parser.add_argument("--systemctl", default="systemctl")
     parser.add_argument("--unit", default=decide.DEFAULTS["unit"])
+    parser.add_argument("--gpus", type=lambda text: [u for u in text.split(",") if u], default=[],
+                        help="the UUIDs of the GPUs to watch, comma-separated; all by default")
     parser.add_argument("--tick-s", type=float, default=1.0)
     parser.add_argument("--poll-s", type=float, default=30.0)
     for name in ("flood_window_s", "hold_s", "settle_s"):
