@@ -75,7 +75,7 @@ def measure(tmp, gpus, seconds):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--gpus", type=int, default=4)
     opts = parser.parse_args()
