@@ -115,7 +115,7 @@ def test_a_draining_xid_takes_exactly_its_gpu_out_until_the_driver_says_none(hos
     assert not h.state()[UUIDS[0]]["healthy"]
     nvml.inject(h.events, nvml.set_keys(0, recovery_action=0))
     h.until(lambda: h.state()[UUIDS[0]]["healthy"], "the gate to open")
-    assert h.actions() == ["stop --no-block " + UNITS[0], "start --no-block " + UNITS[0]]
+    h.until(lambda: h.actions() == ["stop --no-block " + UNITS[0], "start --no-block " + UNITS[0]], "the start")
     log = h.close()
     assert "stop %s: XID 48 (Double-bit ECC error) from nvml: needs reset" % UNITS[0] in log
     assert "start %s: back: the driver reports recovery action none" % UNITS[0] in log
@@ -127,19 +127,19 @@ def test_a_kernel_xid_line_and_a_lost_gpu_hold_it_out_until_nvml_answers_and_the
     nvml.inject(h.events, nvml.set_keys(1, lost=1))
     h.log_kernel("4,1893,269516977,-;NVRM: Xid (PCI:0000:%s): 79, GPU has fallen off the bus." % bus[9:14])
     h.until(lambda: h.actions() == ["stop --no-block " + UNITS[1]], "stop of the second instance")
-    assert h.state()[UUIDS[1]]["needs"] == "reboot"
+    h.until(lambda: h.state()[UUIDS[1]]["needs"] == "reboot", "a reboot asked for")
     time.sleep(4)  # past hold_s: NVML does not answer, the GPU stays out
     assert not h.state()[UUIDS[1]]["healthy"]
     nvml.inject(h.events, nvml.set_keys(1, lost=0))
-    h.until(lambda: h.state()[UUIDS[1]]["healthy"], "the gate to open")
-    assert h.actions()[-1] == "start --no-block " + UNITS[1]
+    h.until(lambda: h.actions()[-1] == "start --no-block " + UNITS[1], "the start")
+    assert h.state()[UUIDS[1]]["healthy"]
 
 
 def test_a_gpu_lost_without_an_event_is_found_by_the_poll(host):
     h = host()
     nvml.inject(h.events, nvml.set_keys(0, lost=1))
     h.until(lambda: h.actions() == ["stop --no-block " + UNITS[0]], "stop of the lost GPU's instance")
-    assert h.state()[UUIDS[0]]["reason"].startswith("the GPU lost")
+    assert h.state()[UUIDS[0]]["reason"].startswith("the GPU lost"), "the state is written before the stop"
 
 
 def test_application_errors_and_a_flood_change_nothing(host):
@@ -160,8 +160,7 @@ def test_a_restarted_watcher_remembers_the_instance_it_stopped(host):
     h.until(lambda: h.actions() == ["stop --no-block " + UNITS[1]], "stop on XID 119")
     h.close()
     again = host(**{"--hold-s": 0})
-    again.until(lambda: again.state()[UUIDS[1]]["healthy"], "the gate to open")
-    assert again.actions()[-1] == "start --no-block " + UNITS[1]
+    again.until(lambda: again.actions()[-1] == "start --no-block " + UNITS[1], "the start")
 
 
 def metric(h, name, **labels):
@@ -185,6 +184,7 @@ def test_the_docs_drill_runs_as_written(host):
     assert metric(h, "gpufleet_exo_gpu_needs", gpu=UUIDS[0], action="reset") == [1]
     run(blocks[1])
     h.until(lambda: h.actions()[-1] == "start --no-block " + UNITS[0], "the drill's start")
+    h.until(lambda: h.state()[UUIDS[0]]["healthy"], "the GPU back")
     run(blocks[2])
     h.until(lambda: h.state()[UUIDS[0]]["xids"]["application"] == 1, "the application error, counted once")
     assert len(h.actions()) == 2 and h.state()[UUIDS[0]]["healthy"]

@@ -235,10 +235,13 @@ class Watcher:
         answers = dict((u, self.nvml.answer(u)) for u, g in self.gpus.items() if not g["healthy"])
         before = self.gpus
         self.gpus, actions = decide.step(self.gpus, faults, answers, now, self.settings)
+        # On disk before it is carried out: a watcher that dies between the two still knows, once
+        # restarted, which instance it stopped.
+        if polling or actions or self.gpus != before:
+            self.publish(now)
         self.act(actions)
         if actions or polling:
             self.refresh_instances()
-        if polling or actions or self.gpus != before:
             self.publish(now)
 
     def _feed_nvml(self):
