@@ -30,7 +30,7 @@ GUIDES = [
     ("README.md", "Overview"),
     ("docs/facts.md", None), ("docs/fleet.md", None), ("docs/fleet-report.md", None),
     ("docs/targeting.md", None), ("docs/driver.md", None), ("docs/node.md", None),
-    ("docs/tinygrad.md", None), ("docs/layout.md", None),
+    ("docs/tinygrad.md", None), ("docs/health.md", None), ("docs/layout.md", None),
 ]
 # Labels of docs.ansible.com that the generated pages refer to; only an online build resolves them.
 ONLINE_ONLY = re.compile(r"undefined label: '(ansible_collections\.ansible\.builtin\.[a-z_]+"

@@ -19,13 +19,17 @@
 #define _POSIX_C_SOURCE 200809L
 
 #define HOST_CONFIG "/etc/simulated-nvml.conf"
+#define HOST_EVENTS "/etc/simulated-nvml.events"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "percent.h"
@@ -145,6 +149,12 @@ typedef struct {
 #define AFFINITY_WORDS 64 /* 4096 CPUs */
 #define FUNCTION_NAME_SIZE 128
 #define ANY_GPU (-1)
+#define MAX_EVENT_SETS 16
+#define EVENT_QUEUE 256
+/* nvmlEventTypeDoubleBitEccError | nvmlEventTypeXidCriticalError: what data center parts deliver */
+#define EVENT_DOUBLE_BIT_ECC 0x2ull
+#define EVENT_XID 0x8ull
+#define DEFAULT_EVENT_TYPES (EVENT_DOUBLE_BIT_ECC | EVENT_XID)
 
 /* One structure for both kinds of handle: a full GPU or a MIG device (is_mig). */
 struct nvmlDevice_st {
@@ -193,6 +203,12 @@ struct nvmlDevice_st {
     unsigned long long clock_event_reasons;
     int has_fabric;
     unsigned int fabric_state, fabric_status, fabric_clique_id;
+    /* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, where the driver reports it */
+    int has_recovery_action;
+    unsigned int recovery_action;
+    /* the events the GPU supports (nvmlEventType*), and whether it fell off the bus */
+    unsigned long long event_types;
+    unsigned int lost;
 };
 
 typedef struct nvmlDevice_st *nvmlDevice_t;
@@ -345,6 +361,9 @@ static const struct field GPU_FIELDS[] = {
     DEVICE_FIELD("fabric_state", F_UINT, fabric_state, DEVICE_FLAG(has_fabric)),
     DEVICE_FIELD("fabric_status", F_UINT, fabric_status, DEVICE_FLAG(has_fabric)),
     DEVICE_FIELD("fabric_clique_id", F_UINT, fabric_clique_id, DEVICE_FLAG(has_fabric)),
+    DEVICE_FIELD("recovery_action", F_UINT, recovery_action, DEVICE_FLAG(has_recovery_action)),
+    DEVICE_FIELD("event_types", F_ULL, event_types, NO_FLAG),
+    DEVICE_FIELD("lost", F_UINT, lost, NO_FLAG),
 };
 
 static const struct field MIG_FIELDS[] = {
@@ -521,6 +540,7 @@ static int parse_config(FILE *f, const char *path)
             gpu->minor = gpu->gpu_index;
             gpu->architecture = NVML_DEVICE_ARCH_UNKNOWN;
             gpu->mig_max_devices = 7;
+            gpu->event_types = DEFAULT_EVENT_TYPES;
             mig = NULL;
             continue;
         }
@@ -545,6 +565,114 @@ static int parse_config(FILE *f, const char *path)
             return config_error(path, lineno, "bad value", eq + 1);
     }
     return 0;
+}
+
+/* ---- events (the fault-injection kit) ----------------------------------------------------
+ * A file, named by SIMULATED_NVML_EVENTS (else /etc/simulated-nvml.events), that a test or an
+ * operator appends lines to while a process has the library loaded:
+ *   xid <gpu index> <xid>             an XID critical error event
+ *   ecc_double_bit <gpu index>        a double-bit ECC error event
+ *   set <gpu index> <key>=<value>     any [gpu] key of the config: health answers, recovery_action,
+ *                                     lost=1 (every call about the GPU answers GPU_IS_LOST), lost=0
+ * The library reads new complete lines at every call. At init it replays the whole file's "set"
+ * lines (the host's state is their sum) and skips its events: an event reaches the processes
+ * that have the library loaded when it is written. Events go to every event set registered for
+ * the GPU and the event's type. */
+
+struct event {
+    unsigned int gpu_index;
+    unsigned long long type, data;
+};
+
+struct nvmlEventSet_st {
+    int used;
+    unsigned long long types[MAX_GPUS];
+    struct event queue[EVENT_QUEUE];
+    unsigned int head, count;
+};
+
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+
+static struct nvmlEventSet_st event_sets[MAX_EVENT_SETS];
+static char events_path[4096];
+static long events_offset;
+static pthread_mutex_t events_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void deliver(unsigned int gpu_index, unsigned long long type, unsigned long long data)
+{
+    unsigned int i;
+    for (i = 0; i < MAX_EVENT_SETS; i++) {
+        struct nvmlEventSet_st *set = &event_sets[i];
+        if (!set->used || !(set->types[gpu_index] & type) || set->count == EVENT_QUEUE) continue;
+        set->queue[(set->head + set->count++) % EVENT_QUEUE] = (struct event){gpu_index, type, data};
+    }
+}
+
+static int apply_event_line(char *line, int replaying)
+{
+    char verb[32], rest[512];
+    unsigned int index;
+    unsigned long long value = 0;
+    int fields = sscanf(line, "%31s %u %511[^\n]", verb, &index, rest);
+    if (fields < 2 || index >= cfg.gpu_count) return -1;
+    if (strcmp(verb, "set") == 0) {
+        char *eq = fields == 3 ? strchr(rest, '=') : NULL;
+        const struct field *field;
+        if (!eq) return -1;
+        *eq = '\0';
+        field = find_field(GPU_FIELDS, COUNT_OF(GPU_FIELDS), rest);
+        return field ? set_field(field, &gpus[index], eq + 1) : -1;
+    }
+    if (strcmp(verb, "xid") == 0 && fields == 3 && parse_ull(rest, 0xffffffffull, &value) == 0) {
+        if (!replaying) deliver(index, EVENT_XID, value);
+        return 0;
+    }
+    if (strcmp(verb, "ecc_double_bit") == 0 && fields == 2) {
+        if (!replaying) deliver(index, EVENT_DOUBLE_BIT_ECC, 0);
+        return 0;
+    }
+    return -1;
+}
+
+/* Reads the complete lines written since the last read; a bad line is reported and skipped. */
+static void read_events(int replaying)
+{
+    struct stat st;
+    FILE *f;
+    char line[1024];
+    if (!events_path[0] || stat(events_path, &st) != 0 || st.st_size <= events_offset) return;
+    f = fopen(events_path, "r");
+    if (!f) return;
+    fseek(f, events_offset, SEEK_SET);
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        if (len == 0 || line[len - 1] != '\n') break; /* a line still being written */
+        events_offset += (long)len;
+        if (line[0] == '#' || line[0] == '\n') continue;
+        if (apply_event_line(line, replaying) != 0)
+            fprintf(stderr, "simulated NVML: %s: ignored: %s", events_path, line);
+    }
+    fclose(f);
+}
+
+static void poll_events(void)
+{
+    if (!events_path[0]) return;
+    pthread_mutex_lock(&events_lock);
+    read_events(0);
+    pthread_mutex_unlock(&events_lock);
+}
+
+static nvmlReturn_t replay_events(void)
+{
+    const char *path = getenv("SIMULATED_NVML_EVENTS");
+    pthread_mutex_lock(&events_lock);
+    memset(event_sets, 0, sizeof event_sets);
+    events_offset = 0;
+    snprintf(events_path, sizeof events_path, "%s", path && *path ? path : HOST_EVENTS);
+    read_events(1);
+    pthread_mutex_unlock(&events_lock);
+    return NVML_SUCCESS;
 }
 
 static nvmlReturn_t load_config(void)
@@ -572,7 +700,7 @@ static nvmlReturn_t load_config(void)
         reset_state();
         return NVML_ERROR_UNKNOWN;
     }
-    return NVML_SUCCESS;
+    return replay_events();
 }
 
 /* ---- fault injection -------------------------------------------------------------------- */
@@ -646,14 +774,17 @@ static struct nvmlDevice_st *physical(struct nvmlDevice_st *d)
 static nvmlReturn_t enter(const char *function, int gpu_index)
 {
     if (!init_count) return NVML_ERROR_UNINITIALIZED;
+    poll_events();
     return injected(function, gpu_index);
 }
 
 static nvmlReturn_t enter_device(const char *function, nvmlDevice_t handle, struct nvmlDevice_st **out)
 {
     if (!init_count) return NVML_ERROR_UNINITIALIZED;
+    poll_events();
     *out = lookup(handle);
     if (!*out) return NVML_ERROR_INVALID_ARGUMENT;
+    if (physical(*out)->lost) return NVML_ERROR_GPU_IS_LOST;
     return injected(function, (int)(*out)->gpu_index);
 }
 
@@ -1182,3 +1313,147 @@ API nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricI
 }
 
 #endif /* SIMULATED_NVML_LEGACY */
+
+/* ---- events and field values ------------------------------------------------------------ */
+
+typedef struct {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+API nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    unsigned int i;
+    CHECK(enter(__func__, ANY_GPU));
+    if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&events_lock);
+    for (i = 0; i < MAX_EVENT_SETS && event_sets[i].used; i++) continue;
+    if (i < MAX_EVENT_SETS) {
+        memset(&event_sets[i], 0, sizeof event_sets[i]);
+        event_sets[i].used = 1;
+        *set = &event_sets[i];
+    }
+    pthread_mutex_unlock(&events_lock);
+    return i < MAX_EVENT_SETS ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_RESOURCES;
+}
+
+static struct nvmlEventSet_st *event_set(nvmlEventSet_t set)
+{
+    uintptr_t p = (uintptr_t)set, base = (uintptr_t)event_sets;
+    if (p < base || p >= base + sizeof event_sets || (p - base) % sizeof event_sets[0]) return NULL;
+    return set->used ? set : NULL;
+}
+
+API nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *eventTypes)
+{
+    struct nvmlDevice_st *d;
+    CHECK(enter_device(__func__, device, &d));
+    if (!eventTypes || d->is_mig) return NVML_ERROR_INVALID_ARGUMENT;
+    *eventTypes = d->event_types;
+    return NVML_SUCCESS;
+}
+
+/* As NVML: NOT_SUPPORTED when any requested type is one the GPU does not deliver. */
+API nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long eventTypes, nvmlEventSet_t set)
+{
+    struct nvmlDevice_st *d;
+    struct nvmlEventSet_st *s;
+    CHECK(enter_device(__func__, device, &d));
+    s = event_set(set);
+    if (!s || d->is_mig) return NVML_ERROR_INVALID_ARGUMENT;
+    if (eventTypes & ~d->event_types) return NVML_ERROR_NOT_SUPPORTED;
+    pthread_mutex_lock(&events_lock);
+    s->types[d->gpu_index] |= eventTypes;
+    pthread_mutex_unlock(&events_lock);
+    return NVML_SUCCESS;
+}
+
+/* Polls the events file every 100 ms until an event or the timeout (real NVML sleeps in the kernel). */
+API nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
+{
+    const struct timespec pause_ = {0, 100 * 1000 * 1000};
+    unsigned int waited = 0;
+    struct nvmlEventSet_st *s;
+    CHECK(enter(__func__, ANY_GPU));
+    s = event_set(set);
+    if (!s || !data) return NVML_ERROR_INVALID_ARGUMENT;
+    for (;;) {
+        struct event e = {0, 0, 0};
+        pthread_mutex_lock(&events_lock);
+        read_events(0);
+        if (s->count) {
+            e = s->queue[s->head];
+            s->head = (s->head + 1) % EVENT_QUEUE;
+            s->count--;
+        }
+        pthread_mutex_unlock(&events_lock);
+        if (e.type) {
+            memset(data, 0, sizeof *data);
+            data->device = &gpus[e.gpu_index];
+            data->eventType = e.type;
+            data->eventData = e.data;
+            data->gpuInstanceId = data->computeInstanceId = 0xFFFFFFFFu;
+            return NVML_SUCCESS;
+        }
+        if (waited >= timeoutms) return NVML_ERROR_TIMEOUT;
+        nanosleep(&pause_, NULL);
+        waited += 100;
+    }
+}
+
+API nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    struct nvmlEventSet_st *s;
+    CHECK(enter(__func__, ANY_GPU));
+    s = event_set(set);
+    if (!s) return NVML_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&events_lock);
+    s->used = 0;
+    pthread_mutex_unlock(&events_lock);
+    return NVML_SUCCESS;
+}
+
+typedef union {
+    double dVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    signed long long sllVal;
+    signed int siVal;
+    unsigned short usVal;
+} nvmlValue_t;
+
+typedef struct {
+    unsigned int fieldId;
+    unsigned int scopeId;
+    long long timestamp;
+    long long latencyUsec;
+    unsigned int valueType;
+    nvmlReturn_t nvmlReturn;
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+
+#define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define NVML_VALUE_TYPE_UNSIGNED_INT 1
+
+/* Only the recovery action is simulated; every other field answers NOT_SUPPORTED in its slot. */
+API nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values)
+{
+    struct nvmlDevice_st *d;
+    int i;
+    CHECK(enter_device(__func__, device, &d));
+    if (!values || valuesCount < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    d = physical(d);
+    for (i = 0; i < valuesCount; i++) {
+        int known = values[i].fieldId == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION && d->has_recovery_action;
+        values[i].timestamp = (long long)time(NULL) * 1000000;
+        values[i].latencyUsec = 0;
+        values[i].valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+        values[i].nvmlReturn = known ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+        values[i].value.ullVal = known ? d->recovery_action : 0;
+    }
+    return NVML_SUCCESS;
+}

@@ -42,6 +42,16 @@ Config file format (written by write_config, parsed by libnvidia-ml.c)
     max_sm_clock_mhz, cpu_affinity, and mig_current/mig_pending for a non-MIG part). A file the
     library cannot parse makes every nvmlInit* return NVML_ERROR_UNKNOWN, with the line on stderr.
 
+Events file (the fault-injection kit)
+    ``SIMULATED_NVML_EVENTS`` (else ``/etc/simulated-nvml.events``) names a file that tests and
+    operators append lines to while a process has the library loaded (``inject`` with ``xid``,
+    ``ecc_double_bit`` and ``set_keys`` lines): ``xid <gpu> <n>`` and ``ecc_double_bit <gpu>`` are
+    events, delivered through ``nvmlEventSetWait_v2`` to the event sets registered for them;
+    ``set <gpu> <key>=<value>`` changes any ``[gpu]`` key from then on (health answers,
+    ``recovery_action`` for ``nvmlDeviceGetFieldValues``, ``lost=1`` for a GPU that fell off the bus:
+    every call about it answers GPU_IS_LOST). At init the library replays the file's ``set`` lines
+    and skips its events. docs/health.md shows it to operators.
+
 Behaviour worth knowing
     Init is reference counted like NVML's; a nested init keeps the loaded config. Calls before
     init return UNINITIALIZED; unknown handles INVALID_ARGUMENT. A MIG device handle answers
@@ -68,10 +78,11 @@ SOURCE = os.path.join(HERE, "libnvidia-ml.c")
 REPO_ROOT = os.path.dirname(os.path.dirname(HERE))
 CACHE_ENV = "SIMULATED_NVML_CACHE"
 CONFIG_ENV = "SIMULATED_NVML_CONFIG"
+EVENTS_ENV = "SIMULATED_NVML_EVENTS"
 LIBRARY_NAME = "libnvidia-ml.so.1"
 
 CFLAGS = (
-    "-std=c11", "-O2", "-Wall", "-Wextra", "-fPIC", "-shared", "-fvisibility=hidden",
+    "-std=c11", "-O2", "-Wall", "-Wextra", "-fPIC", "-shared", "-fvisibility=hidden", "-pthread",
     "-Wl,-soname," + LIBRARY_NAME,
 )
 VARIANT_FLAGS = {
@@ -99,6 +110,8 @@ FUNCTIONS = (
     "nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
     "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetTemperature",
     "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetGpuFabricInfoV",
+    "nvmlEventSetCreate", "nvmlDeviceGetSupportedEventTypes", "nvmlDeviceRegisterEvents", "nvmlEventSetWait_v2",
+    "nvmlEventSetFree", "nvmlDeviceGetFieldValues",
 )
 
 # Calls an R418-era driver does not export (the ``legacy`` variant leaves them out).
@@ -197,9 +210,12 @@ def build_library(source_path, library_name, flags, prefix):
     return lib_dir
 
 
-def environment(lib_dir, config_path):
-    """Variables that make a new process load this library with this config."""
-    return {"LD_LIBRARY_PATH": lib_dir, CONFIG_ENV: config_path}
+def environment(lib_dir, config_path, events_path=None):
+    """Variables that make a new process load this library with this config (and events file)."""
+    env = {"LD_LIBRARY_PATH": lib_dir, CONFIG_ENV: config_path}
+    if events_path is not None:
+        env[EVENTS_ENV] = events_path
+    return env
 
 
 # ---- describing GPUs ----------------------------------------------------------------------
@@ -287,6 +303,8 @@ HEALTH_GROUPS = {
     "temperature_c": ("temperature_c",),
     "clock_event_reasons": ("clock_event_reasons",),
     "fabric": ("fabric_state", "fabric_status", "fabric_clique_id"),
+    # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION through nvmlDeviceGetFieldValues: 0 none, 1 reset, 2 reboot ...
+    "recovery_action": ("recovery_action",),
 }
 
 
@@ -308,7 +326,7 @@ def _health(health):
 
 def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cores=None,
         max_sm_clock_mhz=None, numa_node=None, cpu_affinity=None, mig=None, name_bytes=None,
-        pci_device_id=None, architecture=None, memory_used_mib=0, processes=(), health=None):
+        pci_device_id=None, architecture=None, memory_used_mib=0, processes=(), health=None, event_types=None):
     """One simulated GPU, as a dict for write_config.
 
     uuid, pci_bus_id and minor default to values derived from the GPU's position in the list.
@@ -320,6 +338,8 @@ def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cor
     (the rest is free); processes the compute processes on the GPU as (pid, used MiB) pairs.
     health: {group: values} for HEALTH_GROUPS, e.g.
     dict(ecc=(1, 1, 0, 0), remapped_rows=(0, 0, 1, 0), pcie=(5, 5, 16, 16), fabric=(3, 0, 1)).
+    event_types: the nvmlEventType* mask the GPU delivers (default XID and double-bit ECC; 0 for a
+    part whose events NVML does not deliver).
     """
     raw_name = name_bytes if name_bytes is not None else name
     if isinstance(raw_name, str):
@@ -367,6 +387,7 @@ def gpu(name, memory_mib, uuid=None, pci_bus_id=None, minor=None, cc=(9, 0), cor
         "memory_used_mib": _check_int("memory_used_mib", memory_used_mib, 0, memory_mib),
         "processes": _processes(processes),
         "health": _health(health or {}),
+        "event_types": None if event_types is None else _check_int("event_types", event_types, 0),
     }
 
 
@@ -492,6 +513,8 @@ def write_config(path, gpus, init_error=None, driver_version="550.54.15", cuda_v
         if spec["cpu_affinity"] is not None:
             lines.append("cpu_affinity=" + _cpu_ranges(spec["cpu_affinity"]))
         lines += ["%s=%d" % pair for pair in spec.get("health", ())]
+        if spec.get("event_types") is not None:
+            lines.append("event_types=0x%X" % spec["event_types"])
         mig = spec["mig"]
         if mig is not None:
             lines += ["mig_current=%d" % mig["current"], "mig_pending=%d" % mig["pending"],
@@ -506,6 +529,47 @@ def write_config(path, gpus, init_error=None, driver_version="550.54.15", cuda_v
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     return path
+
+
+# ---- the events file: faults injected into processes that have the library loaded -----------
+
+# The [gpu] keys a "set" line may change; the library accepts any [gpu] key, these are the ones
+# whose change a running process notices.
+SETTABLE = tuple(key for keys in HEALTH_GROUPS.values() for key in keys) + ("lost", "event_types")
+
+
+def _gpu_index(index):
+    return _check_int("GPU index", index, 0, MAX_GPUS - 1)
+
+
+def xid(index, number):
+    """An events-file line: an XID critical error event on the GPU at index."""
+    return "xid %d %d" % (_gpu_index(index), _check_int("xid", number, 0, 0xFFFFFFFF))
+
+
+def ecc_double_bit(index):
+    """An events-file line: a double-bit ECC error event."""
+    return "ecc_double_bit %d" % _gpu_index(index)
+
+
+def set_keys(index, **keys):
+    """Events-file lines that change what NVML answers about the GPU from now on, e.g.
+    set_keys(0, recovery_action=1, ecc_uncorrected_volatile=2), set_keys(0, lost=1)."""
+    unknown = sorted(set(keys) - set(SETTABLE))
+    if unknown:
+        raise ValueError("set_keys: %s cannot be set: use %s" % (", ".join(unknown), ", ".join(SETTABLE)))
+    return ["set %d %s=%d" % (_gpu_index(index), key, _check_int(key, value, 0)) for key, value in sorted(keys.items())]
+
+
+def inject(path, *lines):
+    """Append lines (strings or lists of them) to the events file at path; the library reads them
+    at its next call."""
+    flat = []
+    for line in lines:
+        flat += line if isinstance(line, list) else [line]
+    with open(path, "a") as handle:
+        handle.write("".join(line + "\n" for line in flat))
+        handle.flush()
 
 
 # ---- ready-made GPUs (names and sizes as NVML reports them on real parts) ------------------
