@@ -84,8 +84,7 @@ def test_template_unit_rates_1_6_or_lower_offline(tmp_path, models, egress, rati
     settings = dict(DEFAULTS, exo_node_address="192.0.2.10", exo_node_models=models, exo_node_egress=egress)
     confinement.limits("h", {"memory_mib": 128887, "cpus": 16}, settings, [instance])
     (dropin / "10-gpufleet.conf").write_text(env.get_template("instance.conf.j2").render(item=instance, **variables))
-    (dropin / "20-limits.conf").write_text(env.get_template("instance-limits.conf.j2").render(item=instance,
-                                                                                             **variables))
+    (dropin / "20-limits.conf").write_text(env.get_template("instance-limits.conf.j2").render(item=instance, **variables))
     proc = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--root=%s" % tmp_path,
                            "exo@GPU-0.service"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False)
