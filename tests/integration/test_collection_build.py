@@ -27,8 +27,9 @@ ALLOWED = [
     "plugins/*/*.py", "plugins/*/*.yml",
     "roles/*/defaults/main.yml", "roles/*/vars/main.yml", "roles/*/handlers/main.yml",
     "roles/*/meta/main.yml", "roles/*/meta/argument_specs.yml", "roles/*/tasks/*.yml", "roles/*/templates/*.j2",
-    # What the node role copies into exo's virtualenv: its patches of exo.
+    # What the node role copies into exo's virtualenv (its patches of exo) and onto the host (the firewall's guard).
     "roles/node/files/gpufleet_exo_patches.py", "roles/node/files/gpufleet_exo_patches.pth",
+    "roles/node/files/firewall_guard.py",
     "playbooks/*.yml",
     "changelogs/changelog.yaml",
     "scripts/exo-wheelhouse.py", "scripts/exo-synthetic-model.py",
