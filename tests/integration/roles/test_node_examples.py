@@ -63,27 +63,28 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
            '/dev/nvidiactl missing; DeviceAllow= lines' in note, note[:2000]
 
 
+def example_shows(tmp_path, name, task):
+    """What the task of the filter's EXAMPLES shows, run on this machine, which must not fail."""
+    proc = playbook(str(tmp_path), tasks_play(examples("filter", name)), local())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    return proc.stdout.split("TASK [%s]" % task)[1]
+
+
 @pytest.mark.skipif(not os.path.exists("/etc/debian_version") or not open("/etc/debian_version").read().startswith("12"),
                     reason="the answer checked is Debian 12's")
 def test_node_python_example_on_this_machine(tmp_path):
-    proc = playbook(str(tmp_path), tasks_play(examples("filter", "node_python")), local())
-    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
-    shown = proc.stdout.split("TASK [Say which, or why there is none]")[1]
+    shown = example_shows(tmp_path, "node_python", "Say which, or why there is none")
     assert '"msg": "/usr/bin/python3 (Python 3.11)"' in shown, shown[:2000]
 
 
 def test_node_install_example_on_this_machine(tmp_path):
-    proc = playbook(str(tmp_path), tasks_play(examples("filter", "node_install")), local())
-    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
-    shown = proc.stdout.split("TASK [Say what pip installs, or why it cannot]")[1]
+    shown = example_shows(tmp_path, "node_install", "Say what pip installs, or why it cannot")
     assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --timeout 60 ' \
            'exo @ git+https://github.com/exo-explore/exo.git@e4238f9ef369037252c7542e40ea1a8a625afba7"' in shown, shown[:2000]
 
 
 def test_node_preflight_example_on_this_machine(tmp_path):
-    proc = playbook(str(tmp_path), tasks_play(examples("filter", "node_preflight")), local())
-    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
-    shown = proc.stdout.split("TASK [Say what the role would refuse, or how pip would install exo]")[1]
+    shown = example_shows(tmp_path, "node_preflight", "Say what the role would refuse, or how pip would install exo")
     # this machine has systemctl and /usr/bin/python3 in range, but no device facts were gathered: the
     # role would gather them (exo_node_refresh_facts auto), so nothing is refused
     assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input ' \
