@@ -19,6 +19,8 @@ import os
 import shutil
 import tempfile
 
+from ansible_collections.gpufleet.exo.plugins.module_utils._root_files import read
+
 UNIT = "nginx.service"
 # A configuration that holds nothing but the site, for `nginx -t -c`.
 ALONE = "events {}\nhttp { include %s; }\n"
@@ -26,14 +28,6 @@ ALONE = "events {}\nhttp { include %s; }\n"
 
 class ProxyRefused(Exception):
     """What stops the proxy's setup; its message is the module's."""
-
-
-def read(path):
-    """The text of path, or None where it is no file."""
-    if not os.path.isfile(path):
-        return None
-    with open(path, errors="replace") as handle:
-        return handle.read()
 
 
 def site_refusal(nginx, site, run):

@@ -90,13 +90,9 @@ nginx:
   sample: [enabled, started]
 """
 
-import os
-import shutil
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes
-from ansible_collections.gpufleet.exo.plugins.module_utils._exo_proxy import ProxyRefused, absent, present, read
+from ansible_collections.gpufleet.exo.plugins.module_utils._exo_proxy import ProxyRefused, absent, present
+from ansible_collections.gpufleet.exo.plugins.module_utils._root_files import writers
 
 
 def main():
@@ -109,43 +105,13 @@ def main():
                            systemd_running=dict(type="bool", default=True)),
         required_if=[("state", "present", ["site", "tokens"])],
         supports_check_mode=True)
-    check = module.check_mode
-
-    def owned(path, mode, changed):
-        if not os.path.exists(path):
-            return changed
-        changed = module.set_owner_if_different(path, "root", changed)
-        changed = module.set_group_if_different(path, "root", changed)
-        return module.set_mode_if_different(path, mode, changed)
-
-    def directory(path, mode):
-        changed = not os.path.isdir(path)
-        if changed and not check:
-            os.makedirs(path, int(mode, 8))
-        return owned(path, mode, changed)
-
-    def put(path, content, mode):
-        changed = read(path) != content
-        if changed and not check:
-            fd, temp = tempfile.mkstemp(dir=os.path.dirname(path))
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(to_bytes(content))
-            module.atomic_move(temp, path)
-        return owned(path, mode, changed)
-
-    def remove(path):
-        if not os.path.lexists(path):
-            return False
-        if not check:
-            shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
-        return True
-
+    files = writers(module)
     params = dict(module.params, systemctl=module.get_bin_path("systemctl") or "systemctl")
     try:
         if params["state"] == "present":
-            result = present(params, module.run_command, {"directory": directory, "put": put}, check)
+            result = present(params, module.run_command, files, module.check_mode)
         else:
-            result = absent(params, module.run_command, remove, check)
+            result = absent(params, module.run_command, files["remove"], module.check_mode)
     except ProxyRefused as refusal:
         module.fail_json(msg=str(refusal))
     if not module._diff:

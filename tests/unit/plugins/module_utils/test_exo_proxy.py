@@ -12,6 +12,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_proxy as proxy
+from tests.unit.plugins.module_utils.test_root_files import writers
 
 SITE = "server { listen 52515; }\n"
 TOKENS = '"~^Bearer 0123456789abcdef0$" 1;\n'
@@ -51,40 +52,6 @@ def params(tmp_path, **given):
     return base
 
 
-def files(check_mode):
-    """The module's writers, without owners: each says whether it would change, and writes outside check mode."""
-    def directory(path, mode):
-        if os.path.isdir(path):
-            return False
-        if not check_mode:
-            os.makedirs(path, int(mode, 8))
-        return True
-
-    def put(path, content, mode):
-        if proxy.read(path) == content:
-            return False
-        if not check_mode:
-            with open(path, "w") as handle:
-                handle.write(content)
-        return True
-    return {"directory": directory, "put": put}
-
-
-def remove(check_mode):
-    def gone(path):
-        if not os.path.lexists(path):
-            return False
-        if not check_mode:
-            if os.path.isdir(path):
-                for name in os.listdir(path):
-                    os.remove(os.path.join(path, name))
-                os.rmdir(path)
-            else:
-                os.remove(path)
-        return True
-    return gone
-
-
 # name: (what the host holds before: site text or None, nginx's state, check mode,
 #        what nginx gets: nginx -t runs and systemctl's changes, the module's "nginx", changed)
 PRESENT = {
@@ -110,8 +77,12 @@ def test_present_writes_checks_and_loads_only_what_changed(tmp_path, name):
             handle.write(site)
         with open(given["tokens_path"], "w") as handle:
             handle.write(TOKENS)
+        # As a run before left them (the writers set modes too).
+        for path, mode in ((given["site_path"], 0o644), (given["tokens_path"], 0o600),
+                           (os.path.dirname(given["tokens_path"]), 0o700)):
+            os.chmod(path, mode)
     host = Host(**state)
-    result = proxy.present(given, host, files(check_mode), check_mode)
+    result = proxy.present(given, host, writers(check_mode), check_mode)
     assert host.commands() == commands
     assert (result["nginx"], result["changed"]) == (steps, changed)
     assert result["diff"]["after"] == SITE and result["diff"]["before"] == (site or "")
@@ -121,7 +92,7 @@ def test_present_writes_checks_and_loads_only_what_changed(tmp_path, name):
 
 def test_without_systemd_nginx_is_only_enabled(tmp_path):
     host = Host(enabled=False, active=False)
-    result = proxy.present(params(tmp_path, systemd_running=False), host, files(False), False)
+    result = proxy.present(params(tmp_path, systemd_running=False), host, writers(False), False)
     assert (host.commands()[-1], result["nginx"]) == (["enable", "nginx.service"], ["enabled"])
 
 
@@ -130,7 +101,7 @@ def test_a_site_nginx_refuses_never_reaches_conf_d(tmp_path):
     host = Host(enabled=False, active=False, site_ok=False)
     with pytest.raises(proxy.ProxyRefused, match=r"nginx refuses the proxy's site, which stays out of .*conf.d: "
                                                  r"nginx: \[emerg\] unknown directive \"lisen\" in the site:1"):
-        proxy.present(given, host, files(False), False)
+        proxy.present(given, host, writers(False), False)
     assert not os.path.exists(given["site_path"])
     assert host.commands() == [["-t", "alone"]]
 
@@ -138,7 +109,7 @@ def test_a_site_nginx_refuses_never_reaches_conf_d(tmp_path):
 def test_a_whole_configuration_nginx_refuses_is_never_loaded(tmp_path):
     host = Host(site_ok=True, whole_ok=False)
     with pytest.raises(proxy.ProxyRefused, match="nginx refuses its whole configuration with the proxy's site"):
-        proxy.present(params(tmp_path), host, files(False), False)
+        proxy.present(params(tmp_path), host, writers(False), False)
     assert ["reload", "nginx.service"] not in host.calls
 
 
@@ -148,11 +119,11 @@ def test_without_nginx_it_refuses_before_any_file_except_in_check_mode(tmp_path,
     if not check_mode:
         with pytest.raises(proxy.ProxyRefused, match="exo_node_api_proxy needs nginx, which is not installed .*"
                                                      "set exo_node_manage_packages: true"):
-            proxy.present(given, Host(), files(False), False)
+            proxy.present(given, Host(), writers(False), False)
         assert not os.path.exists(os.path.dirname(given["tokens_path"]))
         return
     host = Host()
-    result = proxy.present(given, host, files(True), True)
+    result = proxy.present(given, host, writers(True), True)
     assert (result["changed"], result["nginx"], host.calls) == (True, [], [])
 
 
@@ -190,7 +161,7 @@ def test_absent_removes_the_roles_files_and_reloads_a_running_nginx(tmp_path, na
             with open(path, "w") as handle:
                 handle.write("x")
     host = Host(active=active)
-    result = proxy.absent(given, host, remove(check_mode), check_mode)
+    result = proxy.absent(given, host, writers(check_mode)["remove"], check_mode)
     assert (result["site_changed"], result["tokens_changed"]) == removed
     assert result["changed"] == any(removed)
     assert host.commands() == commands
