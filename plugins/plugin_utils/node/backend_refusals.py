@@ -50,6 +50,9 @@ def _forced(settings, instances):
     if not _runs_tinygrad(settings):
         return forced
     for instance in instances:
+        if instance["kind"] == "amd":
+            # Forced onto tinygrad's AMD backend, whose use amd.support() decides from the facts.
+            continue
         if instance["kind"] == "cpu":
             backend = "cpu"
         elif settings["exo_node_tinygrad_backend"] != "auto":

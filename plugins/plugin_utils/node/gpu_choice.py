@@ -16,6 +16,7 @@ import re
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.health import VERDICTS
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.pci import sysfs_bus_id
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import amd
 
 
 def _label(gpu):
@@ -76,8 +77,8 @@ def _bus_id(text):
     return sysfs_bus_id(":".join(parts))
 
 
-def _matches(entry, gpus):
-    """What an exo_node_gpus entry names: [("gpu", gpu)] or [("mig", gpu, device)], possibly empty."""
+def _matches(entry, gpus, amd_gpus):
+    """What an exo_node_gpus entry names: [("gpu", gpu, None)], [("mig", gpu, device)] or [("amd", gpu, None)]."""
     key = str(entry).strip().lower()
     bus = _bus_id(key)
     found = []
@@ -88,15 +89,53 @@ def _matches(entry, gpus):
         for device in (gpu.get("mig") or {}).get("devices") or []:
             if (device.get("uuid") or "").lower() == key:
                 found.append(("mig", gpu, device))
+    # An AMD GPU has no UUID and no NVML index: its PCI bus id or its instance name names it.
+    found += [("amd", gpu, None) for gpu in amd_gpus if key == amd.name(gpu) or bus == gpu["bus_id"]]
     return found
 
 
-def choose(host, gpus, candidates, skipped, requested, min_memory):
-    """(chosen, errors): the candidates to run, in NVML order."""
-    if not gpus:
-        # A fleet-wide list does not break hosts without GPUs: the fallback decides.
+def _listed(gpus, amd_gpus):
+    """The GPUs of the host, as an error lists them."""
+    return "; ".join(["%s %s %s" % (g["index"], g["uuid"], g["pci_bus_id"]) for g in gpus]
+                     + ["%s (AMD)" % g["bus_id"] for g in amd_gpus])
+
+
+def _entry_candidates(host, text, kind, gpu, device, candidates, skipped, refused):
+    """(candidates, errors): what one matched exo_node_gpus entry runs."""
+    if kind == "mig":
+        matches = [c for c in candidates if c["name"] == device["uuid"]]
+        if not matches:
+            return [], ["host %s: exo_node_gpus entry %r is a MIG device; set exo_node_mig: true to run it" % (host, text)]
+        return matches, []
+    if kind == "amd":
+        matches = [c for c in candidates if c["kind"] == "amd" and c["gpu"]["bus_id"] == gpu["bus_id"]]
+        reasons = [refused[gpu["bus_id"]]] if gpu["bus_id"] in refused else [s for s in skipped if gpu["bus_id"] in s]
+        key = amd.label(gpu)
+    else:
+        matches = [c for c in candidates if c["kind"] != "amd" and c["gpu"]["index"] == gpu["index"]]
+        reasons = [s for s in skipped if (gpu["uuid"] or "?").lower() in s.lower()]
+        key = "GPU %s" % gpu["uuid"]
+    if not matches:
+        return [], ["host %s: exo_node_gpus entry %r names %s, which cannot run a node: %s"
+                    % (host, text, key, "; ".join(reasons) or "no usable candidate")]
+    return matches, []
+
+
+def choose(host, gpus, candidates, skipped, requested, min_memory, amd_gpus=(), refused=None):
+    """(chosen, errors): the candidates to run, NVIDIA's in NVML order, then AMD's in bus order.
+
+    amd_gpus: the facts' AMD GPUs; refused: {bus id: why} of those whose host must be fixed first (amd.py),
+    an error unless exo_node_gpus leaves them out.
+    """
+    refused = refused or {}
+    if not gpus and not refused and not any(c["kind"] == "amd" for c in candidates):
+        # A fleet-wide list does not break hosts without GPUs, nor those whose AMD GPUs exo's tinygrad
+        # cannot drive (amd.py): the fallback decides, and says why.
         return [], []
     if not requested:
+        errors = ["host %s: %s cannot run an exo instance: %s; fix it (the driver role's findings say how), or list "
+                  "the GPUs to run in exo_node_gpus without it" % (host, amd.label(gpu), refused[gpu["bus_id"]])
+                  for gpu in amd_gpus if gpu["bus_id"] in refused]
         chosen = []
         for c in candidates:
             if (c["memory_mib"] or 0) >= min_memory:
@@ -105,41 +144,34 @@ def choose(host, gpus, candidates, skipped, requested, min_memory):
                 skipped.append("%s: %s MiB is below exo_node_min_memory_mib %d" % (c["label"], c["memory_mib"], min_memory))
         if candidates and not chosen:
             # A setting, not the hardware, would leave every GPU idle and run exo on the CPU.
-            return [], ["host %s: exo_node_min_memory_mib %d is above the memory of every GPU here (the largest has "
-                        "%s MiB), which would run exo on this host's CPU and leave its GPUs idle; lower "
-                        "exo_node_min_memory_mib for this host, or leave the host out of the node role"
-                        % (host, min_memory, max(c["memory_mib"] or 0 for c in candidates))]
-        return chosen, []
+            return [], errors + [
+                "host %s: exo_node_min_memory_mib %d is above the memory of every GPU here (the largest has "
+                "%s MiB), which would run exo on this host's CPU and leave its GPUs idle; lower "
+                "exo_node_min_memory_mib for this host, or leave the host out of the node role"
+                % (host, min_memory, max(c["memory_mib"] or 0 for c in candidates))]
+        return chosen, errors
     names, errors = set(), []
     for entry in requested:
         text = str(entry).strip()
-        found = _matches(text, gpus)
+        found = _matches(text, gpus, amd_gpus)
         if not found:
             errors.append("host %s: exo_node_gpus entry %r matches no GPU here; the GPUs NVML sees are: %s" % (
-                host, text, "; ".join("%s %s %s" % (g["index"], g["uuid"], g["pci_bus_id"]) for g in gpus)))
+                host, text, _listed(gpus, amd_gpus)))
         for kind, gpu, device in found:
-            if kind == "mig":
-                matches = [c for c in candidates if c["name"] == device["uuid"]]
-                if not matches:
-                    errors.append("host %s: exo_node_gpus entry %r is a MIG device; set exo_node_mig: true to run it"
-                                  % (host, text))
-            else:
-                matches = [c for c in candidates if c["gpu"]["index"] == gpu["index"]]
-                if not matches:
-                    reasons = [s for s in skipped if (gpu["uuid"] or "?").lower() in s.lower()]
-                    errors.append("host %s: exo_node_gpus entry %r names GPU %s, which cannot run a node: %s"
-                                  % (host, text, gpu["uuid"], "; ".join(reasons) or "no usable candidate"))
+            matches, more = _entry_candidates(host, text, kind, gpu, device, candidates, skipped, refused)
+            errors += more
             for c in matches:
                 if (c["memory_mib"] or 0) < min_memory:
                     errors.append("host %s: exo_node_gpus entry %r names %s with %s MiB, below exo_node_min_memory_mib %d"
                                   % (host, text, c["label"], c["memory_mib"], min_memory))
                 else:
                     names.add(c["name"])
-    # NVML order, whatever the order of the list.
+    # NVML order, then the bus order of AMD GPUs, whatever the order of the list.
     return [c for c in candidates if c["name"] in names], errors
 
 
-def cpu_reason(facts, nvml_ok, gpus, skipped, requested):
+def cpu_reason(facts, nvml_ok, gpus, skipped, requested, amd_skipped=()):
+    """Why the host falls back to its CPU; amd_skipped: why its AMD GPUs got no instance (in skipped as well)."""
     nvml = facts["nvml"]
     if not nvml_ok:
         why = "NVML: %s%s" % (nvml.get("status"), " (%s)" % nvml["message"] if nvml.get("message") else "")
@@ -149,6 +181,8 @@ def cpu_reason(facts, nvml_ok, gpus, skipped, requested):
         why = "NVML sees no GPU"
     else:
         why = "no GPU qualifies: " + "; ".join(skipped)
+    if amd_skipped and not (nvml_ok and gpus):
+        why += "; " + "; ".join(amd_skipped)
     if requested:
         why = "exo_node_gpus asks for %s but this host has no GPU: %s" % (", ".join(str(r) for r in requested), why)
     return why

@@ -8,8 +8,9 @@ __metaclass__ = type
 
 import os.path
 
-from ansible_collections.gpufleet.exo.plugins.module_utils.probe.conclusions import cpu_capabilities, gpu_capabilities
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
+from ansible_collections.gpufleet.exo.plugins.module_utils.probe.conclusions import (
+    amd_capabilities, cpu_capabilities, gpu_capabilities)
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import amd, proxy
 
 # Every GPU instance needs these besides its own /dev/nvidiaN.
 GPU_DEVICES = ["/dev/nvidiactl rw", "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw"]
@@ -21,6 +22,39 @@ def _tinygrad_env(tinygrad, backend, index):
     if not select:
         return None
     return dict((var, str(value).replace("{index}", str(index))) for var, value in select.items())
+
+
+# What each kind of instance is, in words, for its files and the role's summary.
+DESCRIBE = {
+    "cpu": lambda c: "the CPU node",
+    "gpu": lambda c: "GPU %s (NVML index %s, PCI %s, /dev/nvidia%s)" % (
+        c["name"], c["gpu"]["index"], c["gpu"]["pci_bus_id"], c["gpu"]["minor"]),
+    "mig": lambda c: "MIG %s (NVML index %s, PCI %s, /dev/nvidia%s)" % (
+        c["name"], c["gpu"]["index"], c["gpu"]["pci_bus_id"], c["gpu"]["minor"]),
+    "amd": lambda c: "%s, KFD node %s, %s" % (c["label"], c["gpu"]["kfd_node"], c["gpu"]["render_node"]),
+}
+
+
+def _describe(candidate):
+    return DESCRIBE[candidate["kind"]](candidate)
+
+
+def _placement(settings, cpu_list, numa_node):
+    """(CPUAffinity=, NUMAMask=) of a GPU's instance: the CPUs and NUMA node the GPU is attached to."""
+    return (cpu_list if settings["exo_node_cpu_affinity"] and cpu_list else None,
+            int(numa_node) if settings["exo_node_numa_policy"] and numa_node is not None and int(numa_node) >= 0 else None)
+
+
+def _amd(tinygrad, gpu, env):
+    """The DeviceAllow= entries of an AMD GPU's instance; env gets its variables.
+
+    CUDA sees no GPU; tinygrad's AMD backend is forced onto its KFD interface and, since the unit may
+    open /dev/kfd and this GPU's render node only, onto the one GPU KFD shows it (amd.CONFINED_INDEX).
+    Their variables are known once exo's tinygrad is (amd.support() skips the GPU otherwise): a preview has none.
+    """
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env.update(amd.env(tinygrad) or {})
+    return amd.DEVICES + ["%s rw" % gpu["render_node"]]
 
 
 def render(host, facts, settings, candidate, slot, minors, minors_error):
@@ -49,6 +83,10 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
                             "the CPU instance relies on tinygrad falling back by itself"
                             % (host, tinygrad.get("python", "?"), tinygrad.get("reason") or "not probed"))
         capabilities = cpu_capabilities(facts["host"])
+    elif candidate["kind"] == "amd":
+        devices = _amd(tinygrad, gpu, env)
+        cpu_list, numa_node = _placement(settings, gpu["cpu_list"], gpu["numa_node"])
+        capabilities = amd_capabilities(gpu)
     else:
         env.update(CUDA_VISIBLE_DEVICES=candidate["name"], CUDA_DEVICE_ORDER="PCI_BUS_ID")
         # tinygrad's NV backend reads integer indices only, from its own variable where the version has one.
@@ -76,10 +114,7 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
                                   "device; is the MIG instance created?" % (
                                       host, key, settings["exo_node_mig_minors_path"],
                                       " (reading it failed: %s)" % minors_error if minors_error else "", candidate["name"]))
-        if settings["exo_node_cpu_affinity"] and gpu.get("cpu_list"):
-            cpu_list = gpu["cpu_list"]
-        if settings["exo_node_numa_policy"] and gpu.get("numa_node") is not None and int(gpu["numa_node"]) >= 0:
-            numa_node = int(gpu["numa_node"])
+        cpu_list, numa_node = _placement(settings, gpu.get("cpu_list"), gpu.get("numa_node"))
         capabilities = gpu_capabilities(gpu, candidate["memory_mib"])
     env.update((key, str(value)) for key, value in settings["exo_node_extra_env"].items())
     ports = {"grpc": settings["exo_node_grpc_port"] + slot, "api": settings["exo_node_api_port"] + slot,
@@ -101,11 +136,13 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
         "address": settings["exo_node_address"],
         "ports": ports,
         "home": home,
-        "gpu_uuid": gpu["uuid"] if gpu else None,
-        "gpu_index": gpu["index"] if gpu else None,
-        "pci_bus_id": gpu["pci_bus_id"] if gpu else None,
+        "description": _describe(candidate),
+        "gpu_uuid": (gpu or {}).get("uuid"),
+        "gpu_index": (gpu or {}).get("index"),
+        "pci_bus_id": (gpu or {}).get("pci_bus_id") or (gpu or {}).get("bus_id"),
         "mig_uuid": candidate["name"] if candidate["kind"] == "mig" else None,
-        "minor": gpu["minor"] if gpu else None,
+        "minor": (gpu or {}).get("minor"),
+        "render_node": (gpu or {}).get("render_node"),
         "env": env,
         "args": args + [str(a) for a in settings["exo_node_extra_args"]],
         "devices": devices + list(settings["exo_node_device_allow_extra"]),
@@ -156,10 +193,12 @@ def removals(host, facts, nvml_ok, instances, skipped, existing, allow):
             present[(gpu["uuid"] or "").lower()] = gpu
             for device in (gpu.get("mig") or {}).get("devices") or []:
                 present[(device.get("uuid") or "").lower()] = gpu
+    # AMD GPUs are read from sysfs, NVML or not.
+    amd_present = set(amd.name(gpu) for gpu in facts.get("amd") or [])
     removed, held = [], []
     for name in sorted(set(existing) - keep):
         # The CPU node is the fallback: it gives way to the GPU nodes that replace it.
-        gone = name == "cpu" or (nvml_ok and name.lower() not in present)
+        gone = name == "cpu" or (name not in amd_present if amd.is_name(name) else nvml_ok and name.lower() not in present)
         if gone or allow:
             removed.append(name)
         else:
@@ -199,7 +238,8 @@ def visibility_errors(host, facts, instances):
     entries = (facts.get("visible") or {}).get("per_gpu")
     errors, warnings, unchecked = [], [], []
     for instance in instances:
-        if instance["kind"] == "cpu":
+        if instance["kind"] in ("cpu", "amd"):
+            # CUDA sees no GPU there: CUDA_VISIBLE_DEVICES is empty.
             continue
         env = instance["env"]
         value, order = env.get("CUDA_VISIBLE_DEVICES"), env.get("CUDA_DEVICE_ORDER")

@@ -5,7 +5,8 @@
 
 instances() takes what the role knows before it changes anything (the facts, the settings as the user
 wrote them, what is configured on the host already) and returns
-{"instances", "skipped", "errors", "warnings", "removed", "cpu_reason", "preview", ...}. An error names the host, the
+{"instances", "skipped", "errors", "warnings", "removed", "cpu_reason", "preview", "device_groups"
+(the groups the service user needs for the instances' device nodes), ...}. An error names the host, the
 variable, the value as given and what to do; the role stops on any before its first change. The
 jobs are in the files beside this one: settings.py, facts.py, gpu_choice.py (which GPU gets an
 instance, and why), instances.py, confinement.py (each instance's limits), backend_refusals.py,
@@ -15,7 +16,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.device_facts_check import check_facts
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import backend_refusals, confinement
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import amd, backend_refusals, confinement
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import address_error
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import FACTS_READ, cuda_start_problems, mig_minors, to_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
@@ -43,7 +44,7 @@ def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_t
         facts, preview = to_plan(facts, raw_settings, regathered=exo_python is not None)
     existing = [instance_name(entry) for entry in existing]
     result = {"instances": [], "skipped": [], "errors": [], "warnings": [], "removed": [], "cpu_reason": None,
-              "device_paths": [], "existing": existing, "preview": preview or facts is None}
+              "device_paths": [], "device_groups": [], "existing": existing, "preview": preview or facts is None}
     settings, errors = check_settings(raw_settings)
     result["backends"] = backend_refusals.to_check(settings) if not errors else []
     if "exo_node_user" in settings and "exo_node_user_adopt" in settings:
@@ -70,9 +71,14 @@ def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_t
     gpus = facts["gpus"] if nvml_ok else []
     requested = settings["exo_node_gpus"]
     found, skipped, warnings = candidates(gpus, settings["exo_node_mig"], settings["exo_node_gpu_health"])
-    chosen, errors = choose(host, gpus, found, skipped, requested, settings["exo_node_min_memory_mib"])
+    amd_gpus = facts.get("amd") or []
+    amd_found, amd_skipped, refused = amd.candidates(amd_gpus, None if preview else tinygrad)
+    skipped += amd_skipped
+    chosen, errors = choose(host, gpus, found + amd_found, skipped, requested, settings["exo_node_min_memory_mib"],
+                            amd_gpus, refused)
+    warnings += amd.notes(host, amd_gpus, None if preview else tinygrad)
     if not chosen and not errors:
-        why = cpu_reason(facts, nvml_ok, gpus, skipped, requested)
+        why = cpu_reason(facts, nvml_ok, gpus, skipped, requested, amd_skipped)
         if settings["exo_node_cpu_fallback"]:
             result["cpu_reason"] = why
             chosen = [{"kind": "cpu", "name": "cpu", "gpu": None, "mig": None,
@@ -100,6 +106,7 @@ def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_t
     removed, removal_errors = removals(host, facts, nvml_ok, rendered, skipped, existing, settings["exo_node_allow_removal"])
     result.update(instances=rendered, skipped=skipped, errors=errors + removal_errors, warnings=warnings,
                   removed=removed,
+                  device_groups=amd.GROUPS if any(i["kind"] == "amd" for i in rendered) else [],
                   device_paths=sorted(set(d.split(" ")[0] for i in rendered for d in i["devices"]
                                           if d.startswith("/dev/"))))
     return result

@@ -8,6 +8,9 @@ __doc__ = """Simulated hosts for the node role's molecule scenario.
 
     python3 simulate.py REPO_ROOT OUTDIR
 
+An AMD GPU of a host (its "amd" list) is a PCI device driven by amdgpu with its KFD topology node and
+render node in the simulated /sys; prepare.yml makes /dev/kfd and its /dev/dri/renderD<minor>.
+
 Writes, for each simulated host of HOSTS: OUTDIR/HOST/nvml.conf (for the simulated
 libnvidia-ml.so.1 of tests/simulated) and OUTDIR/HOST/root/ (a simulated /sys and /proc for the
 probe's rootfs option, with the same GPUs on the PCI bus), the same for the host after a GPU was
@@ -22,10 +25,18 @@ import shutil
 import sys
 import uuid
 
-# Each host: its GPUs in NVML index order (None: no NVIDIA library at all), and the index of the
-# GPU that verify.yml pulls out of it.
+# Each host: its GPUs in NVML index order (None: no NVIDIA library at all), the index of the
+# GPU that verify.yml pulls out of it, and its AMD GPUs in bus order.
 HOSTS = {
     "gf-node-cpu": {"gpus": None, "remove": None},
+    # Two Radeon RX 7900 (gfx1100, which tinygrad 0.14 drives), KFD numbering the second on the bus first,
+    # as amdgpu's probe order may: each instance must still get its own render node and tinygrad's GPU 0.
+    "gf-node-amd2": {
+        "gpus": None,
+        "remove": None,
+        "amd": [dict(bus="0000:c1:00.0", vram_gib=24, kfd_node=2, gpu_id=17240, minor=129, numa=0, cpus="0"),
+                dict(bus="0000:c3:00.0", vram_gib=20, kfd_node=1, gpu_id=40911, minor=128, numa=0, cpus="1")],
+    },
     "gf-node-gpu1": {
         "gpus": [dict(name="NVIDIA A100-SXM4-40GB", memory_mib=40960, bus="0000:3b:00.0", minor=0, cc=(8, 0),
                       numa=0, cpus="0-1")],
@@ -77,13 +88,32 @@ def cpu_numbers(text):
     return [cpu for first, last in cpu_ranges(text) for cpu in range(first, last + 1)]
 
 
-def write_host(nvml, sysfs, directory, host, specs, suffix):
+# KFD's gfx_target_version of the Radeon RX 7900 (gfx1100).
+GFX1100 = 110000
+
+
+def amd_devices(sysfs, amd):
+    """The PCI devices of the AMD GPUs, with their KFD topology nodes and render nodes."""
+    return [sysfs.amd_gpu(a["bus"], device_id="0x744c", vram_bytes=a["vram_gib"] * 1024 ** 3, numa_node=a["numa"],
+                          cpu_list=a["cpus"], kfd=sysfs.kfd_node(a["kfd_node"], a["gpu_id"], GFX1100),
+                          render_minor=a["minor"]) for a in amd]
+
+
+def amd_expected(amd):
+    """What verify.yml expects of each AMD GPU's instance; its name is the role's (amd- and the bus id)."""
+    return [{"name": "amd-" + a["bus"].replace(":", "-"), "bus": a["bus"], "render_minor": a["minor"],
+             "numa": a["numa"], "cpus": cpu_numbers(a["cpus"])} for a in amd]
+
+
+def write_host(nvml, sysfs, directory, host, specs, suffix, amd=()):
     specs = [dict(s, cpus=fit_cpus(s["cpus"])) for s in specs] if specs is not None else None
+    amd = [dict(a, cpus=fit_cpus(a["cpus"])) for a in amd]
     root = os.path.join(directory, "root" + suffix)
     if os.path.isdir(root):
         shutil.rmtree(root)
     pci = [sysfs.nvidia_gpu(s["bus"], numa_node=s["numa"], cpu_list=s["cpus"]) for s in specs or []]
-    sysfs.write_tree(root, pci=pci, numa=NUMA, modules=["nvidia"] if specs else [],
+    sysfs.write_tree(root, pci=pci + amd_devices(sysfs, amd), numa=NUMA,
+                     modules=(["nvidia"] if specs else []) + (["amdgpu"] if amd else []),
                      cpu_model="Simulated EPYC", memory_kib=8 * 1024 * 1024)
     if specs is not None:
         gpus = [nvml.gpu(s["name"], s["memory_mib"], uuid=uuid_of(host, s), pci_bus_id=s["bus"], minor=s["minor"],
@@ -103,12 +133,17 @@ def main(repo_root, outdir):
     for host, spec in HOSTS.items():
         directory = os.path.join(outdir, host)
         os.makedirs(directory, exist_ok=True)
-        before = write_host(nvml, sysfs, directory, host, spec["gpus"], "")
+        amd = spec.get("amd", [])
+        before = write_host(nvml, sysfs, directory, host, spec["gpus"], "", amd)
         after = before
         if spec["remove"] is not None:
             remaining = [g for i, g in enumerate(spec["gpus"]) if i != spec["remove"]]
-            after = write_host(nvml, sysfs, directory, host, remaining, "-removed")
+            after = write_host(nvml, sysfs, directory, host, remaining, "-removed", amd)
+        amd = amd_expected([dict(a, cpus=fit_cpus(a["cpus"])) for a in amd])
+        # The instances in slot order: NVIDIA's, then AMD's; the CPU instance where there is neither.
+        names = [[g["uuid"] for g in gpus] + [a["name"] for a in amd] or ["cpu"] for gpus in (before, after)]
         expected[host] = {"nvml": spec["gpus"] is not None, "gpus": before, "gpus_after_removal": after,
+                          "amd": amd, "names": names[0], "names_after_removal": names[1],
                           "removed": before[spec["remove"]]["uuid"] if spec["remove"] is not None else None}
     with open(os.path.join(outdir, "hosts.json"), "w") as handle:
         json.dump(expected, handle, indent=2, sort_keys=True)
