@@ -25,7 +25,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        _, args = self.validate_argument_spec(argument_spec=ARGUMENTS)
+        args = self.validate_argument_spec(argument_spec=ARGUMENTS)[1]
         cache = os.path.expanduser(args["cache"])
         wheelhouses = {}
         # One build per key, however many hosts asked for it.

@@ -38,10 +38,13 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Builds and packs nothing; a wheelhouse given is still read and checked against its record.
   diff_mode:
     support: none
+    description: Says nothing of the wheels.
   action:
     support: full
+    description: Runs on the controller, whatever host the task is for.
 notes:
   - Building needs what C(scripts/exo-wheelhouse.py) needs on the controller - a CPython of each host's release with
     pip, exo's source (git for a git source) and the package index. Where they cannot be had, give the role

@@ -20,7 +20,6 @@ import subprocess
 import zipfile
 
 import pytest
-import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
@@ -75,7 +74,7 @@ def test_a_path_source_installs_from_the_wheelhouse_the_controller_builds_and_a_
     directory = built_for(source)
     with open(os.path.join(directory, wheel_record.RECORD)) as handle:
         recorded, problems = wheel_record.read_record(handle.read())
-    assert problems == [] and {"gpufleet-exo-standin", "tinygrad", "nvidia-ml-py", "psutil"} <= set(n for n, _ in recorded)
+    assert problems == [] and {"gpufleet-exo-standin", "tinygrad", "nvidia-ml-py", "psutil"} <= set(name for name, version in recorded)
     # Every pip command on the host: the wheelhouse alone, wheels only, every hash checked.
     install_step = task(first.stdout, "Install exo, what it needs").split("\nTASK ", 1)[0]
     pip_runs = install_step.count('"-m", "pip", "install"')

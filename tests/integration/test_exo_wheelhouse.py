@@ -389,8 +389,8 @@ def test_real_exo_forms_a_cluster_on_each_supported_python(workdir, tmp_path, re
 
 def test_the_role_builds_with_the_scripts_code_the_same_wheelhouse(workdir, tmp_path):
     """gpufleet.exo.exo_wheelhouse's example as written, on the archives: the wheels the script's wheelhouse holds."""
-    text = examples("module", "exo_wheelhouse").replace("/srv/exo-sources", workdir).replace("/srv/exo-wheelhouses",
-                                                                                            str(tmp_path / "cache"))
+    text = examples("module", "exo_wheelhouse").replace("/srv/exo-sources", workdir)
+    text = text.replace("/srv/exo-wheelhouses", str(tmp_path / "cache"))
     (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False,
                                                         "tasks": yaml.safe_load(text)}]))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".build", "collections"), ANSIBLE_NOCOLOR="1")
