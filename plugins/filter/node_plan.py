@@ -74,10 +74,10 @@ def node_python(facts, python, distribution_python, min_version, max_version):
     return choose(facts, python, distribution_python, min_version, max_version)
 
 
-def node_install(settings, os_family=None, python_choice=None, python_version=None, venv=None, plan=None, stage=None,
-                 verify=False):
+def node_install(settings, os_family=None, python_choice=None, python_version=None, venv=None, plan=None, verify=False,
+                 arch=None):
     return install.steps(settings, os_family=os_family, python_choice=python_choice, python_version=python_version,
-                         venv=venv, node_plan=plan, stage=stage, verify=verify)
+                         venv=venv, node_plan=plan, verify=verify, arch=arch)
 
 
 def node_settings(settings, host):

@@ -39,6 +39,7 @@ from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requireme
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from tests.helpers import REPO, examples, free_ports
 from tests.integration import exo_sources
+from tests.integration.node_install_phase import install_phase
 
 WORK = os.path.join(REPO, ".build", "exo-wheelhouse")
 # On several workers, with test_capacity_exo.py: it installs from the wheelhouse this file builds
@@ -140,27 +141,13 @@ def tampered_copy(directory, tmp_path, wheel="tinygrad-0.10.0-py3-none-any.whl")
 
 
 def role_run(tmp_path, copy, release="3.12", verbose=False):
-    """The node role's install phases (--tags install) on this machine, as root through a local connection, with
-    the variables exo-wheelhouse.yml holds for the copy; exo's virtualenv goes under tmp_path."""
+    """The node role's install phases with the variables exo-wheelhouse.yml holds for the copy."""
     with open(os.path.join(copy, "exo-wheelhouse.yml")) as handle:
         given = yaml.safe_load(handle)
     given.update(exo_node_source_path=os.path.join(copy, os.path.basename(given["exo_node_source_path"])),
-                 exo_node_wheelhouse=copy, exo_node_python=interpreter(release), exo_node_manage_packages=False,
-                 exo_node_refresh_facts="never", exo_node_cpu_packages=[],
-                 **dict((key, str(tmp_path / key)) for key in ("exo_node_install_dir", "exo_node_config_dir",
-                                                               "exo_node_data_dir")))
-    inventory = {"all": {"hosts": {"localhost": dict(given, ansible_connection="local",
-                                                     ansible_python_interpreter=sys.executable)}}}
-    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
-        "hosts": "all", "gather_facts": False,
-        "tasks": [{"name": "Probe", "gpufleet.exo.device_facts": {"tinygrad": False}, "tags": ["always"]},
-                  {"name": "Run the node role", "ansible.builtin.include_role": {"name": "gpufleet.exo.node"},
-                   "tags": ["install"]}]}]))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
-               ANSIBLE_NOCOLOR="1")
-    return run([os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "inventory.json"), "--tags", "install"]
-               + (["-v"] if verbose else []) + [str(tmp_path / "play.yml")], cwd=REPO, env=env)
+                 exo_node_wheelhouse=copy, exo_node_python=interpreter(release),
+                 exo_node_wheel_cache=str(tmp_path / "wheel-cache"))
+    return install_phase(tmp_path, given, verbose)
 
 
 def installed(install_dir):
@@ -398,3 +385,19 @@ def test_real_exo_forms_a_cluster_on_each_supported_python(workdir, tmp_path, re
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         shutil.rmtree(str(venv), ignore_errors=True)
+
+
+def test_the_role_builds_with_the_scripts_code_the_same_wheelhouse(workdir, tmp_path):
+    """gpufleet.exo.exo_wheelhouse's example as written, on the archives: the wheels the script's wheelhouse holds."""
+    text = examples("module", "exo_wheelhouse").replace("/srv/exo-sources", workdir)
+    text = text.replace("/srv/exo-wheelhouses", str(tmp_path / "cache"))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{"hosts": "localhost", "gather_facts": False,
+                                                        "tasks": yaml.safe_load(text)}]))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".build", "collections"), ANSIBLE_NOCOLOR="1")
+    proc = run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local", "play.yml"],
+               cwd=str(tmp_path), env=env)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    built = str(tmp_path / "cache" / "exo-e4238f9ef-cp312-x86_64")
+    assert "%s: tinygrad==0.10.0 []" % built in proc.stdout, proc.stdout[-3000:]
+    assert wheel_record.wheels(built) == wheel_record.wheels(wheelhouse(workdir, "3.12"))
+    assert glob.glob(str(tmp_path / "cache" / "archives" / "*.tar"))

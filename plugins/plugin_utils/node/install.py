@@ -7,26 +7,33 @@ needs first, what pip is given, and the identity of the source that the virtuale
 The role's install tasks (roles/node/tasks/install.yml) only run what steps() says; the marker is
 compared with source_id, so a change of any setting that shapes what pip installs installs again,
 and nothing else does.
+
+Every source installs from a wheelhouse: exo_node_wheelhouse where it is given, else one the controller
+builds for the source (steps()' "wheels", the request the action gpufleet.exo.exo_wheelhouse builds).
+pip on the host is given that wheelhouse alone, binary-only, with the sha256 of every wheel: it never
+asks an index and never builds a source package as root.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import hashlib
 import json
 import os
 import re
 
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheel_build
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 
 # Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
 # Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; the other families'
-# builds have ensurepip built in.
+# builds have ensurepip built in. No git: the controller fetches a git source (wheel_build).
 OS_PACKAGES = {
-    "Debian": {"venv": ["python{version}-venv"], "git": ["git"], "firewall": ["nftables"], "proxy": ["nginx"]},
+    "Debian": {"venv": ["python{version}-venv"], "firewall": ["nftables"], "proxy": ["nginx"]},
 }
-OTHER_OS = {"venv": [], "git": ["git"], "firewall": ["nftables"], "proxy": ["nginx"]}
+OTHER_OS = {"venv": [], "firewall": ["nftables"], "proxy": ["nginx"]}
 
 # exo on PyPI is an unrelated project: an index requirement naming exo needs the operator's own index.
 PYPI_EXO = re.compile(r"^\s*exo\s*($|[\[<>=!~;@ ])", re.I)
@@ -143,14 +150,12 @@ def packages(settings, os_family, release, venv_exists, ensurepip_rc, plan=None)
     it as it is (ensurepip_rc other than 0); exo_node_cpu_packages (clang, which tinygrad's CPU
     backend compiles with) where the planner's answer so far has or may have a CPU instance, so
     that the backend check of the facts gathered next finds them; nft for exo_node_firewall; nginx for
-    exo_node_api_proxy.
+    exo_node_api_proxy. Never git: a git source is fetched by the controller.
     """
     table = OS_PACKAGES.get(os_family, OTHER_OS)
     wanted = []
     if not venv_exists and ensurepip_rc not in (None, 0):
         wanted += [package.replace("{version}", release) for package in table["venv"]]
-    if settings["exo_node_source"] == "git":
-        wanted += table["git"]
     if settings["exo_node_firewall"]:
         wanted += table["firewall"]
     if settings["exo_node_api_proxy"]:
@@ -161,13 +166,38 @@ def packages(settings, os_family, release, venv_exists, ensurepip_rc, plan=None)
 
 
 def staged_source(settings):
-    """Where a path source is copied to on the host."""
+    """The name the marker gives a path source: where releases before the controller built the wheelhouse copied
+    it to, so that a host installed from exo_node_wheelhouse then keeps its marker."""
     return "%s/src/%s" % (settings["exo_node_install_dir"], os.path.basename(settings["exo_node_source_path"].rstrip("/")))
 
 
-def source_id(settings):
+def pip_source(settings):
+    """exo's source as pip on the controller is given it."""
+    return {"git": lambda: "git+%s@%s" % (settings["exo_node_git_url"], settings["exo_node_git_version"]),
+            "path": lambda: os.path.abspath(settings["exo_node_source_path"]),
+            "index": lambda: settings["exo_node_index_requirement"]}[settings["exo_node_source"]]()
+
+
+def wheels_request(settings, release, arch):
+    """What gpufleet.exo.exo_wheelhouse builds on the controller for a host without exo_node_wheelhouse: exo's
+    source, tinygrad's (exo_node_tinygrad_requirement, else the URL exo pins), the host's CPython release and
+    machine, and exo's requirements as the role shapes them, with the device probe's packages. Its key names
+    the build: a path source by its content, the others by their text."""
+    request = {"exo": pip_source(settings), "tinygrad": settings["exo_node_tinygrad_requirement"],
+               "python": release, "arch": arch or "x86_64", "glibc": wheel_build.GLIBC,
+               "skip": sorted(settings["exo_node_skip_requirements"]),
+               "replace": settings["exo_node_replace_requirements"], "add": settings["exo_node_add_requirements"],
+               "extra": settings["exo_node_probe_packages"], "index_url": settings["exo_node_pip_index_url"]}
+    identity = dict(request, exo=wheel_build.source_identity(request["exo"]))
+    request["key"] = hashlib.sha256(json.dumps(identity, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+    return request
+
+
+def source_id(settings, wheels=None):
     """What the marker in exo's virtualenv records: the source, and the settings that shape its requirements;
-    a wheelhouse by the sha256 of its requirements.txt, so that a wheel rebuilt under the same name installs again."""
+    a wheelhouse by the sha256 of its requirements.txt, so that a wheel rebuilt under the same name installs again,
+    and one the controller builds by its request's key (wheels_request()), so that a host installed before the
+    role built wheelhouses, from an index unhashed, installs again from one."""
     source = settings["exo_node_source"]
     where = {"git": lambda: "git %s %s" % (settings["exo_node_git_url"], settings["exo_node_git_version"]),
              "path": lambda: "path " + staged_source(settings),
@@ -180,29 +210,25 @@ def source_id(settings):
     # Only when set, so that a host installed before the setting existed, and not adding, keeps its marker.
     if settings["exo_node_add_requirements"]:
         shaping["add"] = settings["exo_node_add_requirements"]
+    if wheels:
+        shaping["wheels"] = wheels["key"]
     return where + "\nrequirements " + json.dumps(shaping, sort_keys=True)
 
 
 def pip_command(settings):
-    """pip install in exo's virtualenv, with the index, wheelhouse and extra arguments of the settings. From a
-    wheelhouse pip takes nothing without the hash its requirements.txt records for it."""
+    """pip install in exo's virtualenv, from the host's copy of the wheelhouse alone, with the extra arguments of
+    the settings. pip takes nothing without the hash its requirements.txt records for it, asks no index, and
+    takes wheels only (--only-binary): a requirement that has no wheel fails rather than being built as root."""
     install_dir = settings["exo_node_install_dir"]
-    argv = [install_dir + "/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
-    if settings["exo_node_pip_index_url"]:
-        argv += ["--index-url", settings["exo_node_pip_index_url"]]
-    if settings["exo_node_wheelhouse"]:
-        argv += ["--require-hashes", "--no-index", "--find-links", install_dir + "/wheelhouse"]
+    argv = [install_dir + "/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+            "--require-hashes", "--no-index", "--only-binary", ":all:", "--find-links", install_dir + "/wheelhouse"]
     return argv + settings["exo_node_pip_extra_args"].split()
 
 
 def install_spec(settings):
-    """What pip is given for exo itself. From a wheelhouse, its requirements.txt: every wheel with its hash, exo's
-    among them, all checked before pip installs any (pip reads no hash given on its command line)."""
-    if settings["exo_node_wheelhouse"]:
-        return "--requirement=%s/wheelhouse/%s" % (settings["exo_node_install_dir"], wheel_record.RECORD)
-    return {"git": lambda: "exo @ git+%s@%s" % (settings["exo_node_git_url"], settings["exo_node_git_version"]),
-            "path": lambda: staged_source(settings),
-            "index": lambda: settings["exo_node_index_requirement"]}[settings["exo_node_source"]]()
+    """What pip is given for exo itself: the wheelhouse's requirements.txt, every wheel with its hash, exo's among
+    them, all checked before pip installs any (pip reads no hash given on its command line)."""
+    return "--requirement=%s/wheelhouse/%s" % (settings["exo_node_install_dir"], wheel_record.RECORD)
 
 
 def same_source(recorded, source):
@@ -219,44 +245,52 @@ def same_source(recorded, source):
     return len(recorded_id) >= 7 and len(full_id) == 40 and full_id.startswith(recorded_id)
 
 
-def needed(source, stage, venv):
-    """Whether pip installs exo: the copy of a path source changed, exo is missing, or the marker names
-    another source than source (same_source()); venv is what gpufleet.exo.exo_venv inspected."""
+def needed(source, venv):
+    """Whether pip installs exo: exo is missing, or the marker names another source than source (same_source());
+    venv is what gpufleet.exo.exo_venv inspected."""
     venv = venv or {}
-    return bool((stage or {}).get("changed")) or not venv.get("exe") or not same_source(venv.get("marker") or "", source or "")
+    return not venv.get("exe") or not same_source(venv.get("marker") or "", source or "")
 
 
 # What steps() answers when a setting is wrong: the errors alone.
 UNPLANNED = {"python_release": "", "python_errors": [], "packages": [], "spec": None, "source_id": None, "pip": [],
-             "staged_source": None, "source_is_dir": False, "needed": False}
+             "wheels": None, "needed": False}
 
 
-def steps(raw, os_family=None, python_choice=None, python_version=None, venv=None, node_plan=None, stage=None,
-          verify=False):
-    """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "staged_source",
-    "source_is_dir", "needed"}: what the install tasks do.
+def steps(raw, os_family=None, python_choice=None, python_version=None, venv=None, node_plan=None, verify=False,
+          arch=None):
+    """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "wheels", "needed"}:
+    what the install tasks do.
 
     raw: the role's variables as given, all of them (roles/node/tasks/preflight.yml reads them); a
     bad one gives its error and nothing else. The host's state comes as the tasks registered it,
     each optional until it is known: python_choice (filter node_python), python_version (`python
     --version`), venv (what gpufleet.exo.exo_venv inspected: the virtualenv's python, ensurepip,
-    exo's executable and the marker), node_plan (the filter node_plan's answer so far) and stage
-    (the copy of a path source to the host, skipped for the others). verify adds the wheels of exo_node_wheelhouse
-    whose content is not the recorded one to the errors where pip is to install from it (needed): a read of the
-    whole wheelhouse, which costs as much as the install.
+    exo's executable and the marker), node_plan (the filter node_plan's answer so far) and arch (the
+    host's ansible_facts.architecture). verify adds the wheels of exo_node_wheelhouse whose content is
+    not the recorded one to the errors where pip is to install from it (needed): a read of the whole
+    wheelhouse, which costs as much as the install. wheels is what gpufleet.exo.exo_wheelhouse prepares on
+    the controller where pip runs: exo_node_wheelhouse ({"key", "wheelhouse"}), else the build of
+    wheels_request(); None where exo is in already, and for a build while the host's Python is not known.
     """
     settings, errors = check_settings(raw)
     if errors:
         return dict(UNPLANNED, errors=errors)
     errors = source_errors(settings)
-    source = source_id(settings) if not errors else None
-    pip_runs = needed(source, stage, venv)
+    version_result = python_version or {}
+    release = python_release(version_result)
+    target = (python_choice or {}).get("release") or release
+    wheels = None
+    if settings["exo_node_wheelhouse"] and not errors:
+        wheels = {"key": "given-" + wheel_record.record_id(settings["exo_node_wheelhouse"])[:16],
+                  "wheelhouse": settings["exo_node_wheelhouse"]}
+    elif not errors and target:
+        wheels = wheels_request(settings, target, arch)
+    source = source_id(settings, wheels if not settings["exo_node_wheelhouse"] else None) if not errors else None
+    pip_runs = needed(source, venv)
     if verify and settings["exo_node_wheelhouse"] and not errors and pip_runs:
         errors = wheelhouse_errors(settings, verify=True)
         source = source if not errors else None
-    version_result = python_version or {}
-    release = python_release(version_result)
-    source_path = settings["exo_node_source_path"].rstrip("/")
     return {
         "errors": errors,
         "python_release": release,
@@ -267,7 +301,6 @@ def steps(raw, os_family=None, python_choice=None, python_version=None, venv=Non
         "spec": install_spec(settings) if not errors else None,
         "source_id": source,
         "pip": pip_command(settings),
-        "staged_source": staged_source(settings),
-        "source_is_dir": settings["exo_node_source"] == "path" and os.path.isdir(source_path),
+        "wheels": wheels if pip_runs else None,
         "needed": pip_runs,
     }

@@ -42,20 +42,101 @@ def install(given=None, **state):
     return FilterModule().filters()["node_install"](given or settings(), **state)
 
 
-def test_defaults_install_exo_from_its_repository_at_the_pinned_commit():
-    plan = install()
+VERSION_312 = {"rc": 0, "stdout": "Python 3.12.1", "stderr": ""}
+# pip on the host, whatever the source: the host's copy of the wheelhouse alone, wheels only, every hash checked.
+HOST_PIP = ["/opt/exo/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+            "--require-hashes", "--no-index", "--only-binary", ":all:", "--find-links", "/opt/exo/wheelhouse"]
+REQUIREMENTS_SPEC = "--requirement=/opt/exo/wheelhouse/requirements.txt"
+
+
+def test_defaults_install_exo_from_a_wheelhouse_the_controller_builds_at_the_pinned_commit():
+    plan = install(python_choice=CHOICE, python_version=VERSION_312, arch="aarch64")
     assert plan["errors"] == []
-    assert plan["spec"] == "exo @ git+%s@%s" % (DEFAULTS["exo_node_git_url"], DEFAULTS["exo_node_git_version"])
-    assert plan["pip"] == ["/opt/exo/bin/python", "-m", "pip", "install", "--disable-pip-version-check", "--no-input"]
+    assert plan["spec"] == REQUIREMENTS_SPEC and plan["pip"] == HOST_PIP
+    wheels = dict(plan["wheels"])
+    assert len(wheels.pop("key")) == 16
+    assert wheels == {"exo": "git+%s@%s" % (DEFAULTS["exo_node_git_url"], DEFAULTS["exo_node_git_version"]),
+                      "tinygrad": "", "python": "3.12", "arch": "aarch64", "glibc": "2.28",
+                      "skip": sorted(DEFAULTS["exo_node_skip_requirements"]),
+                      "replace": DEFAULTS["exo_node_replace_requirements"], "add": DEFAULTS["exo_node_add_requirements"],
+                      "extra": DEFAULTS["exo_node_probe_packages"], "index_url": ""}
 
 
-def test_the_marker_keeps_the_form_installed_hosts_recorded():
-    # Hosts installed by earlier releases hold this text; another form would reinstall exo everywhere.
-    plan = install(settings(exo_node_skip_requirements=["b", "a"], exo_node_replace_requirements={},
-                            exo_node_add_requirements=[]))
-    assert plan["source_id"] == (
-        "git https://github.com/exo-explore/exo.git e4238f9ef369037252c7542e40ea1a8a625afba7\n"
-        'requirements {"replace": {}, "skip": ["a", "b"], "tinygrad": "", "wheelhouse": ""}')
+def test_the_marker_of_a_built_wheelhouse_names_the_build_so_hosts_installed_unverified_install_again():
+    given = settings(exo_node_skip_requirements=["b", "a"], exo_node_replace_requirements={}, exo_node_add_requirements=[])
+    plan = install(given, python_choice=CHOICE, python_version=VERSION_312)
+    before = ("git https://github.com/exo-explore/exo.git e4238f9ef369037252c7542e40ea1a8a625afba7\n"
+              'requirements {"replace": {}, "skip": ["a", "b"], "tinygrad": "", "wheelhouse": ""}')
+    assert plan["source_id"] == before[:-1] + ', "wheels": "%s"}' % plan["wheels"]["key"]
+    installed = {"python": True, "ensurepip": None, "exe": True, "marker": before}
+    assert install(given, python_choice=CHOICE, python_version=VERSION_312, venv=installed)["needed"] is True
+
+
+def source_settings(tmp_path, source):
+    """The settings of one source of SOURCES, with its files under tmp_path."""
+    (tmp_path / "exo-src").mkdir()
+    (tmp_path / "exo-src" / "setup.py").write_text("setup()")
+    (tmp_path / "exo-0.0.1.tar.gz").write_bytes(b"sdist")
+    changes = dict((key, value.replace("TMP", str(tmp_path))) for key, value in source.items())
+    return settings(**changes)
+
+
+# Per source: what pip on the controller is given for exo, and the identity the build's key is made of.
+SOURCES = [
+    ({"exo_node_source": "git", "exo_node_git_url": "https://example.org/exo.git",
+      "exo_node_git_version": "0123456789abcdef0123456789abcdef01234567"},
+     "git+https://example.org/exo.git@0123456789abcdef0123456789abcdef01234567"),
+    ({"exo_node_source": "path", "exo_node_source_path": "TMP/exo-src"}, "TMP/exo-src"),
+    ({"exo_node_source": "path", "exo_node_source_path": "TMP/exo-0.0.1.tar.gz"}, "TMP/exo-0.0.1.tar.gz"),
+    ({"exo_node_source": "index", "exo_node_index_requirement": "exo==0.0.1",
+      "exo_node_pip_index_url": "https://pypi.example/simple"}, "exo==0.0.1"),
+]
+
+
+@pytest.mark.parametrize("source, exo", SOURCES)
+def test_every_source_installs_binary_only_from_hashes_on_the_host(tmp_path, source, exo):
+    plan = install(source_settings(tmp_path, source), os_family="Debian", python_choice=CHOICE,
+                   python_version=VERSION_312, venv=NO_VENV)
+    assert plan["errors"] == []
+    assert plan["wheels"]["exo"] == exo.replace("TMP", str(tmp_path))
+    assert plan["wheels"]["index_url"] == source.get("exo_node_pip_index_url", "")
+    # The host never asks an index, never builds, never fetches from git.
+    assert plan["pip"] == HOST_PIP and plan["spec"] == REQUIREMENTS_SPEC
+    assert plan["packages"] == ["python3.12-venv", "nftables"]
+
+
+@pytest.mark.parametrize("source, exo", SOURCES)
+def test_the_build_is_named_by_what_goes_into_it(tmp_path, source, exo):
+    given = source_settings(tmp_path, source)
+    state = dict(python_choice=CHOICE, python_version=VERSION_312)
+    key = install(given, **state)["wheels"]["key"]
+    assert install(given, **state)["wheels"]["key"] == key
+    assert install(given, python_choice=CHOICE, python_version=VERSION_311)["wheels"]["key"] != key
+    assert install(given, arch="aarch64", **state)["wheels"]["key"] != key
+    assert install(dict(given, exo_node_tinygrad_requirement="tinygrad==0.10.0"), **state)["wheels"]["key"] != key
+    assert install(dict(given, exo_node_probe_packages=["psutil"]), **state)["wheels"]["key"] != key
+
+
+def test_a_path_source_is_named_by_its_content_less_what_a_build_leaves(tmp_path):
+    given = source_settings(tmp_path, SOURCES[1][0])
+    state = dict(python_choice=CHOICE, python_version=VERSION_312)
+    key = install(given, **state)["wheels"]["key"]
+    (tmp_path / "exo-src" / "build").mkdir()
+    (tmp_path / "exo-src" / "build" / "lib.py").write_text("built")
+    (tmp_path / "exo-src" / "exo.egg-info").mkdir()
+    assert install(given, **state)["wheels"]["key"] == key
+    (tmp_path / "exo-src" / "setup.py").write_text("setup(name='exo')")
+    changed = install(given, **state)
+    assert changed["wheels"]["key"] != key and changed["source_id"].endswith('"wheels": "%s"}' % changed["wheels"]["key"])
+
+
+def test_no_build_is_asked_for_where_exo_is_in_or_its_python_is_not_known():
+    done = install(python_choice=CHOICE, python_version=VERSION_312)
+    installed = {"python": True, "ensurepip": None, "exe": True, "marker": done["source_id"]}
+    assert install(python_choice=CHOICE, python_version=VERSION_312, venv=installed)["wheels"] is None
+    assert install()["wheels"] is None
+    # A distribution's Python the role installs is known by its release before it runs.
+    assert install(python_choice=dict(CHOICE, release="3.11"))["wheels"]["python"] == "3.11"
 
 
 def test_added_requirements_change_the_marker_so_pip_installs_them_on_hosts_installed_before():
@@ -80,7 +161,7 @@ RECORDED = [
 def test_a_host_installed_from_the_short_commit_id_is_not_installed_again(recorded, again):
     plan = install(settings(exo_node_skip_requirements=["b", "a"], exo_node_replace_requirements={}))
     venv = {"python": True, "ensurepip": None, "exe": True, "marker": recorded + "\n" + plan["source_id"].partition("\n")[2]}
-    assert install_plan.needed(plan["source_id"], {"changed": False}, venv) is again
+    assert install_plan.needed(plan["source_id"], venv) is again
 
 
 def test_every_setting_that_shapes_the_install_changes_the_marker():
@@ -103,11 +184,15 @@ def wheelhouse_settings(directory):
 
 
 def test_from_a_wheelhouse_pip_requires_the_recorded_hash_of_everything_it_installs(tmp_path):
-    plan = install(wheelhouse_settings(tmp_path))
+    plan = install(wheelhouse_settings(tmp_path), python_choice=CHOICE, python_version=VERSION_311)
     assert plan["errors"] == []
-    assert plan["pip"][6:] == ["--require-hashes", "--no-index", "--find-links", "/opt/exo/wheelhouse"]
+    assert plan["pip"] == HOST_PIP
     # pip reads hashes from a requirements file only: exo comes in with every wheel, each checked first.
-    assert plan["spec"] == "--requirement=/opt/exo/wheelhouse/requirements.txt"
+    assert plan["spec"] == REQUIREMENTS_SPEC
+    # The controller builds nothing: it packs the wheelhouse given.
+    record = hashlib.sha256((tmp_path / wheel_record.RECORD).read_bytes()).hexdigest()
+    assert plan["wheels"] == {"key": "given-" + record[:16], "wheelhouse": str(tmp_path)}
+    assert '"wheels"' not in plan["source_id"]
 
 
 def test_a_wheel_rebuilt_under_the_same_name_installs_again(tmp_path):
@@ -178,26 +263,13 @@ def test_with_a_wheelhouse_exo_is_one_of_its_wheels(tmp_path, source):
             "wheelhouse") in errors[0]
 
 
-def test_pip_gets_the_index_then_the_extra_arguments():
+def test_the_index_serves_the_controller_and_pip_on_the_host_gets_the_extra_arguments():
     plan = install(settings(exo_node_source="index", exo_node_index_requirement="exo==0.0.1",
                             exo_node_pip_index_url="https://pypi.example/simple",
-                            exo_node_pip_extra_args=" --timeout  60 "))
-    assert plan["spec"] == "exo==0.0.1"
-    assert plan["pip"][6:] == ["--index-url", "https://pypi.example/simple", "--timeout", "60"]
+                            exo_node_pip_extra_args=" --timeout  60 "), python_choice=CHOICE, python_version=VERSION_312)
+    assert plan["pip"] == HOST_PIP + ["--timeout", "60"]
+    assert plan["wheels"]["index_url"] == "https://pypi.example/simple"
     assert plan["source_id"].startswith("index exo==0.0.1 https://pypi.example/simple\n")
-
-
-def test_a_path_source_is_staged_under_the_install_dir(tmp_path):
-    source = tmp_path / "exo-src"
-    source.mkdir()
-    plan = install(settings(exo_node_source="path", exo_node_source_path=str(source) + "//"))
-    assert plan["errors"] == []
-    assert plan["staged_source"] == plan["spec"] == "/opt/exo/src/exo-src"
-    assert plan["source_is_dir"] is True
-    assert plan["source_id"].startswith("path /opt/exo/src/exo-src\n")
-    wheel = tmp_path / "exo-0.0.1-py3-none-any.whl"
-    wheel.write_text("")
-    assert install(settings(exo_node_source="path", exo_node_source_path=str(wheel)))["source_is_dir"] is False
 
 
 @pytest.mark.parametrize("change, words", [
@@ -226,36 +298,36 @@ def test_an_index_requirement_for_another_name_needs_no_index():
 
 def test_the_venv_package_only_where_the_virtualenv_cannot_be_made_as_it_is():
     debian = dict(os_family="Debian", python_choice=CHOICE, python_version=VERSION_311)
-    assert install(venv=NO_VENV, **debian)["packages"] == ["python3.11-venv", "git", "nftables"]
+    assert install(venv=NO_VENV, **debian)["packages"] == ["python3.11-venv", "nftables"]
     # ensurepip not asked (the virtualenv exists) or present: no venv package
-    assert install(venv=dict(NO_VENV, python=True, ensurepip=None), **debian)["packages"] == ["git", "nftables"]
-    assert install(venv=dict(NO_VENV, ensurepip=0), **debian)["packages"] == ["git", "nftables"]
-    # EL and the other families build ensurepip in; a path source needs no git
-    assert install(os_family="RedHat", venv=NO_VENV)["packages"] == ["git", "nftables"]
+    assert install(venv=dict(NO_VENV, python=True, ensurepip=None), **debian)["packages"] == ["nftables"]
+    assert install(venv=dict(NO_VENV, ensurepip=0), **debian)["packages"] == ["nftables"]
+    # EL and the other families build ensurepip in; no source needs git on the host
+    assert install(os_family="RedHat", venv=NO_VENV)["packages"] == ["nftables"]
     assert install(settings(exo_node_source="index", exo_node_index_requirement="exo-fork"),
                    venv=NO_VENV, **debian)["packages"] == ["python3.11-venv", "nftables"]
 
 
 def test_a_cpu_instance_brings_the_compiler_of_tinygrads_cpu_backend_before_the_facts_are_gathered():
     cpu, gpu = {"kind": "cpu", "name": "cpu"}, {"kind": "gpu", "name": "GPU-1"}
-    assert install(os_family="Debian", plan={"instances": [gpu, cpu]})["packages"] == ["git", "nftables", "clang"]
-    assert install(os_family="Debian", plan={"instances": [gpu]})["packages"] == ["git", "nftables"]
-    assert install(settings(exo_node_cpu_packages=["clang", "git"]), plan={"instances": [cpu]})["packages"] == ["git", "nftables", "clang"]
-    assert install(settings(exo_node_cpu_packages=[]), plan={"instances": [cpu]})["packages"] == ["git", "nftables"]
+    assert install(os_family="Debian", plan={"instances": [gpu, cpu]})["packages"] == ["nftables", "clang"]
+    assert install(os_family="Debian", plan={"instances": [gpu]})["packages"] == ["nftables"]
+    assert install(settings(exo_node_cpu_packages=["clang", "nftables"]), plan={"instances": [cpu]})["packages"] == ["nftables", "clang"]
+    assert install(settings(exo_node_cpu_packages=[]), plan={"instances": [cpu]})["packages"] == ["nftables"]
     # nft loads the firewall's table; without the firewall it is not needed
-    assert install(settings(exo_node_firewall=False), plan={"instances": [gpu]})["packages"] == ["git"]
+    assert install(settings(exo_node_firewall=False), plan={"instances": [gpu]})["packages"] == []
     # nginx only for the API's proxy
     assert install(settings(exo_node_api_proxy=True, exo_node_api_proxy_tokens=["0123456789abcdef"]),
-                   plan={"instances": [gpu]})["packages"] == ["git", "nftables", "nginx"]
+                   plan={"instances": [gpu]})["packages"] == ["nftables", "nginx"]
 
 
 def test_a_plan_without_facts_brings_the_compiler_where_a_cpu_instance_may_come():
     # The first facts came from an interpreter without nvidia-ml-py: the planner saw none.
     unknown = node_plan.instances(None, dict(PLAN_SETTINGS), "h", preview=True)
     assert unknown["instances"] == [] and "cpu" in unknown["backends"]
-    assert install(plan=unknown)["packages"] == ["git", "nftables", "clang"]
+    assert install(plan=unknown)["packages"] == ["nftables", "clang"]
     no_fallback = node_plan.instances(None, dict(PLAN_SETTINGS, exo_node_cpu_fallback=False), "h", preview=True)
-    assert install(plan=no_fallback)["packages"] == ["git", "nftables"]
+    assert install(plan=no_fallback)["packages"] == ["nftables"]
 
 
 @pytest.mark.parametrize("result, release", [

@@ -117,25 +117,21 @@ def venv(exe, marker):
     return {"python": True, "ensurepip": None, "exe": exe, "marker": marker}
 
 
-SKIPPED = {"skipped": True, "changed": False}
-
-# name: (stage: the copy of a path source, venv: what exo_venv inspected, pip runs)
+# name: (venv: what exo_venv inspected, pip runs)
 NEEDED = {
-    "a new host": (SKIPPED, {"python": False, "ensurepip": 0, "exe": False, "marker": ""}, True),
-    "installed from this source": (SKIPPED, venv(True, SOURCE), False),
-    "the marker names another source": (SKIPPED, venv(True, "git https://example.org/exo.git abc"), True),
-    "installed before markers": (SKIPPED, venv(True, ""), True),
-    "exo removed, the marker left": (SKIPPED, venv(False, SOURCE), True),
-    "the copy of a path source changed": ({"changed": True}, venv(True, SOURCE), True),
-    "the copy of a path source as it was": ({"changed": False}, venv(True, SOURCE), False),
-    "nothing known yet": (None, None, True),
+    "a new host": ({"python": False, "ensurepip": 0, "exe": False, "marker": ""}, True),
+    "installed from this source": (venv(True, SOURCE), False),
+    "the marker names another source": (venv(True, "git https://example.org/exo.git abc"), True),
+    "installed before markers": (venv(True, ""), True),
+    "exo removed, the marker left": (venv(False, SOURCE), True),
+    "nothing known yet": (None, True),
 }
 
 
 @pytest.mark.parametrize("name", sorted(NEEDED))
 def test_pip_installs_exo_only_where_the_host_lacks_this_source(name):
-    stage, inspected, needed = NEEDED[name]
-    assert install_steps(stage=stage, venv=inspected)["needed"] is needed
+    inspected, needed = NEEDED[name]
+    assert install_steps(venv=inspected)["needed"] is needed
 
 
 INSTANCES = [{"name": "GPU-1", "kind": "gpu"}, {"name": "GPU-2", "kind": "gpu"}, {"name": "GPU-3", "kind": "gpu"}]

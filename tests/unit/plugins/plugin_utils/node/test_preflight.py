@@ -101,7 +101,7 @@ def test_a_bad_setting_gives_nothing_to_ask_or_look_for():
 def test_the_second_answer_plans_the_install():
     answer = PREFLIGHT(settings(), "h", FACTS, python_version=VERSION, stats=SYSTEMCTL)
     assert answer["install"]["python_release"] == RELEASE
-    assert answer["install"]["spec"].startswith("exo @ git+")
+    assert answer["install"]["wheels"]["exo"].startswith("git+") and answer["install"]["wheels"]["python"] == RELEASE
 
 
 @pytest.mark.parametrize("changes, paths", [
