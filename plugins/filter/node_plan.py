@@ -40,12 +40,12 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
     return {"peers": peers, "addresses": confinement.ring_addresses(peers), "errors": errors}
 
 
-def node_firewall(instances, cluster, settings, os_family=None):
+def node_firewall(instances, cluster, settings, os_family=None, tunnel=None):
     # The checked values, never the raw ones: a client given as a string is a list by now.
     values, errors = check_settings(settings)
     if errors:
         raise AnsibleFilterError("node_firewall: the settings are refused: %s" % "; ".join(errors))
-    return firewall(instances, cluster["peers"], values, os_family=os_family)
+    return firewall(instances, cluster["peers"], values, os_family=os_family, tunnel=tunnel)
 
 
 def node_proxy(instances, port, tokens, address, certificate="", key="", origins=None):

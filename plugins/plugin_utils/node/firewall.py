@@ -83,7 +83,7 @@ def local_users(settings, os_family):
     return sorted(set(users))
 
 
-def firewall(instances, peers, settings, os_family=None):
+def firewall(instances, peers, settings, os_family=None, tunnel=None):
     """The table's contents for a host: {"table", "sets", "rules", "local"}.
 
     instances: the host's instances (their ports); peers: the topology's peers (node_cluster), whose
@@ -91,6 +91,10 @@ def firewall(instances, peers, settings, os_family=None):
     clients, discovery, the proxy, exo's user); os_family: the host's, which names nginx's user. Each rule
     lets one set reach some ports and refuses everyone else there ("from" "host": no set, only the host
     itself); "local" says which of the host's own users may open exo's API and gRPC ports on the host.
+    tunnel: the ring's tunnel (tunnel.plan() with tunnel.ring()'s "hosts"), or None: with it on, the
+    ring's addresses are tunnel addresses and gRPC is accepted only on the tunnel's interface (a
+    packet routed to a tunnel address from outside arrives elsewhere), the tunnel's UDP port only
+    from the ring's hosts.
     """
     ring = [network(peer["address"]) for peer in peers.values()]
     clients = [network(c) for c in settings["exo_node_api_clients"]]
@@ -98,6 +102,10 @@ def firewall(instances, peers, settings, os_family=None):
     api = sorted(i["ports"]["api"] for i in instances)
     grpc = sorted(i["ports"]["grpc"] for i in instances)
     rules = [{"protocol": "tcp", "ports": grpc, "from": "ring", "what": "gRPC"}]
+    if tunnel and tunnel["enabled"]:
+        rules[0]["interface"] = tunnel["interface"]
+        sets += _sets("hosts", [n for n in (network(h) for h in tunnel["hosts"]) if n is not None])
+        rules.append({"protocol": "udp", "ports": [tunnel["port"]], "from": "hosts", "what": "the ring's tunnel"})
     if not settings["exo_node_api_proxy"]:
         rules.append({"protocol": "tcp", "ports": api, "from": "clients", "what": "API"})
     else:

@@ -66,6 +66,7 @@ RULES = {
     "exo_node_id_prefix": {"match": (NAME_RE, "; use letters, digits, '.', '_', '@' or '-', starting with a letter "
                                               "or digit")},
     "exo_node_grpc_port": PORT,
+    "exo_node_ring_tunnel_port": PORT,
     "exo_node_api_port": PORT,
     "exo_node_udp_port": PORT,
     "exo_node_broadcast_port": PORT,
@@ -94,7 +95,7 @@ RULES = {
     "exo_node_api_proxy_cors_origins": {"split": None},
 }
 # Facts the role publishes under the same prefix (roles/node/tasks/select.yml): not settings.
-PUBLISHED = ("exo_node_instances", "exo_node_cpu_reason")
+PUBLISHED = ("exo_node_instances", "exo_node_cpu_reason", "exo_node_ring_peer")
 
 # exo flags the role sets from its own variables: an extra argument may not set them behind its back.
 OWNED_FLAGS = {

@@ -52,7 +52,7 @@ def test_every_variable_the_role_reads_is_declared():
                 with open(os.path.join(base, name)) as handle:
                     used.update(re.findall(r"\bexo_node_[a-z0-9_]+", handle.read()))
     # Facts the role publishes, not inputs.
-    published = {"exo_node_instances", "exo_node_cpu_reason"}
+    published = {"exo_node_instances", "exo_node_cpu_reason", "exo_node_ring_peer"}
     assert sorted(used - set(OPTIONS) - published) == []
 
 
@@ -73,7 +73,8 @@ def test_template_unit_rates_1_6_or_lower_offline(tmp_path, models, egress, rati
     """The unit as rendered with the defaults, plus a GPU instance's drop-ins, rated offline."""
     env = node_templates()
     variables = dict(DEFAULTS, ansible_managed="Ansible managed", __exo_node_firewall={"table": "gpufleet_exo"},
-                     __exo_node_cluster={"addresses": ["192.0.2.10"]})
+                     __exo_node_cluster={"addresses": ["192.0.2.10"]},
+                     __exo_node_tunnel={"enabled": True, "unit": "gpufleet-exo-ring.service", "allow": ["192.0.2.20"]})
     unit_dir = tmp_path / "etc" / "systemd" / "system"
     dropin = unit_dir / "exo@GPU-0.service.d"
     dropin.mkdir(parents=True)

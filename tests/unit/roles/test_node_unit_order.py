@@ -20,10 +20,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 ROLE = os.path.join(REPO, "roles", "node")
 
 
-def rendered(**settings):
+def rendered(tunnel=False, **settings):
     with open(os.path.join(ROLE, "defaults", "main.yml")) as handle:
         defaults = yaml.safe_load(handle)
-    defaults.update(settings, __exo_node_firewall_unit="exo-firewall.service", __exo_node_firewall={"table": "gpufleet_exo"})
+    defaults.update(settings, __exo_node_firewall_unit="exo-firewall.service", __exo_node_firewall={"table": "gpufleet_exo"},
+                    __exo_node_tunnel={"enabled": tunnel, "unit": "gpufleet-exo-ring.service"})
     return node_templates().get_template("exo@.service.j2").render(ansible_managed="Ansible managed", **defaults)
 
 
@@ -75,3 +76,14 @@ def test_the_instances_want_the_firewall_and_never_depend_on_it():
     assert "exo-firewall.service" in unit_list(text, "[Unit]", "After")
     for key in ("Requires", "Requisite", "BindsTo", "PartOf"):
         assert "exo-firewall.service" not in unit_list(text, "[Unit]", key)
+
+
+@pytest.mark.parametrize("tunnel", [True, False])
+def test_the_instances_start_after_the_rings_tunnel_and_never_depend_on_it(tunnel):
+    """exo binds gRPC to the tunnel's address, which exists once the tunnel's unit is up; a restart of the
+    tunnel must restart no instance."""
+    text = rendered(tunnel=tunnel)
+    assert ("gpufleet-exo-ring.service" in unit_list(text, "[Unit]", "Wants")) == tunnel
+    assert ("gpufleet-exo-ring.service" in unit_list(text, "[Unit]", "After")) == tunnel
+    for key in ("Requires", "Requisite", "BindsTo", "PartOf"):
+        assert "gpufleet-exo-ring.service" not in unit_list(text, "[Unit]", key)

@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+__doc__ = """The ring's tunnel filters' examples (node_tunnel, node_tunnel_ring), run as they are written on
+two hosts of one play over the local connection: the addresses each host gets, and its peers."""
+
+import sys
+
+from tests.helpers import examples, recap, run_example as playbook, tasks_play
+
+KEYS = {"gpu-a": "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=", "gpu-b": "TrMvSoP4jYQlY6RIzBgbssQqY3vxI2Pi+y71lOWWXX0="}
+
+
+def inventory():
+    hosts = dict((name, {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+                         "exo_node_address": "192.0.2.1%d" % n, "ring_public_key": KEYS[name]})
+                 for n, name in enumerate(sorted(KEYS)))
+    return {"all": {"hosts": hosts}}
+
+
+def test_node_tunnel_example(tmp_path):
+    proc = playbook(str(tmp_path), tasks_play(examples("filter", "node_tunnel")), inventory())
+    assert recap(proc, "gpu-a")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Show the tunnel of a host in a ring of three]")[1]
+    assert '"msg": [\n        true,\n        "exo-ring",\n        "10.213.0.2",\n        51820,\n        []\n    ]' in shown, shown[:2000]
+
+
+def test_node_tunnel_ring_example(tmp_path):
+    proc = playbook(str(tmp_path), tasks_play(examples("filter", "node_tunnel_ring")), inventory())
+    assert recap(proc, "gpu-a")["failed"] == 0 and recap(proc, "gpu-b")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Show each host's WireGuard peers]")[1]
+    # each host's one peer is the other, at its own address and its place in the ring's sorted names
+    compact = "".join(shown.split())
+    assert 'ok:[gpu-a]=>{"msg":[["gpu-b","192.0.2.11:51820","10.213.0.2/32"]]}' in compact, shown[:2000]
+    assert 'ok:[gpu-b]=>{"msg":[["gpu-a","192.0.2.10:51820","10.213.0.1/32"]]}' in compact, shown[:2000]
