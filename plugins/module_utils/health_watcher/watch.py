@@ -72,7 +72,8 @@ class Nvml:
 
     def persistent(self, uuid):
         """Whether persistence mode is on: it holds the GPU, and a reset is refused until it is off."""
-        return self._optional(self.nvml.nvmlDeviceGetPersistenceMode, self.handles[uuid]) == 1
+        handle = self.handles.get(uuid)
+        return handle is not None and self._optional(self.nvml.nvmlDeviceGetPersistenceMode, handle) == 1
 
     def close(self):
         """Let go of every GPU: nvidia-smi refuses to reset a GPU that a monitoring client holds."""
@@ -291,9 +292,14 @@ class Watcher:
                 _log("gpu %s: %s: %s%s" % (uuid, name, " ".join(argv), "" if done else " failed: " + text))
                 if name != "persistence on" and not done:
                     ended, detail = False, "%s: %s" % (name, text)
+                elif name == "reset":
+                    detail = text or detail
+            # On disk before NVML opens again: a watcher that fails there and restarts still
+            # counts this reset against the breaker.
+            self.gpus[uuid] = decide.reset_done(self.gpus[uuid], now, ended, detail)
+            _log("gpu %s: %s" % (uuid, self.gpus[uuid]["remedy"]))
+            self.publish(now)
             self.nvml = Nvml(self.nvml.nvml)
-        self.gpus[uuid] = decide.reset_done(self.gpus[uuid], now, ended, detail)
-        _log("gpu %s: %s" % (uuid, self.gpus[uuid]["remedy"]))
 
     def publish(self, now):
         _write(self.opts.state, report.state_json(self.gpus, now))
