@@ -892,7 +892,7 @@ ansible_facts:
           type: dict
           contains:
             status:
-              description: V(read), V(absent) (no watcher on the host) or V(unreadable) (see O(message)).
+              description: V(read), V(absent) (no watcher on the host) or V(unreadable) (see C(message)).
               type: str
             message:
               description: Why the file could not be read, else V(null).

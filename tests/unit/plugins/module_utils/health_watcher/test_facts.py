@@ -46,8 +46,8 @@ def test_parse(text, status, drained, message):
 FIELDS = [
     # (record's changes, facts expected among the GPU's)
     ({}, {"healthy": False, "drained": True, "needs": "reset", "reason": "XID 48 from nvml", "since": 100.0,
-          "instance": "inactive", "stopped_by_watcher": True, "resets": 1, "xids": {"application": 0, "drain": 0,
-                                                                                     "reset": 0, "reboot": 0}}),
+          "instance": "inactive", "stopped_by_watcher": True, "resets": 1,
+          "xids": {"application": 0, "drain": 0, "reset": 0, "reboot": 0}}),
     # wrong types are dropped, never passed on
     ({"since": "yesterday", "needs": "explode", "reason": 7, "healthy": "no"},
      {"since": None, "needs": None, "reason": None, "healthy": None, "drained": False}),
