@@ -350,6 +350,64 @@ ansible_facts:
                     compute_instance_id:
                       description: Its compute instance id.
                       type: int
+            watcher:
+              description: What the GPU health watcher (docs/health.md) says of the GPU, from its state file;
+                V(null) where it does not watch the GPU (no watcher, a file it could not read, a GPU without
+                an instance).
+              type: dict
+              contains:
+                drained:
+                  description: The watcher holds the GPU out of its ring now (its instance stopped).
+                  type: bool
+                healthy:
+                  description: The GPU serves, as the watcher sees it.
+                  type: bool
+                needs:
+                  description: What its faults ask for, V(none), V(drain), V(reset) or V(reboot).
+                  type: str
+                reason:
+                  description: Why it went out or came back, as the journal says it.
+                  type: str
+                since:
+                  description: When it went out or came back, in seconds since the epoch.
+                  type: float
+                last_fault:
+                  description: When its last draining fault came, in seconds since the epoch.
+                  type: float
+                instance:
+                  description: What C(systemctl is-active) last said of its instance.
+                  type: str
+                stopped_by_watcher:
+                  description: The watcher stopped its instance, and starts it again.
+                  type: bool
+                breaker:
+                  description: Why the circuit breaker keeps the watcher from draining it, else V(null).
+                  type: str
+                remedy:
+                  description: What the watcher did or did not do about a reset, and why.
+                  type: str
+                reset_at:
+                  description: When the watcher last reset it, since its last fault.
+                  type: float
+                resets:
+                  description: The watcher's resets of the GPU within the last hour.
+                  type: int
+                xids:
+                  description: Faults seen by class, floods merged (docs/health.md).
+                  type: dict
+                  contains:
+                    application:
+                      description: Application errors, which never drain a GPU.
+                      type: int
+                    drain:
+                      description: Faults that drain it until the health gate lets it back.
+                      type: int
+                    reset:
+                      description: Faults a reset clears.
+                      type: int
+                    reboot:
+                      description: Faults only a reboot clears.
+                      type: int
             health:
               description: What NVML says about the GPU's fitness to serve; V(null) values where NVML does
                 not say (an old driver, a part without the feature), which no rule judges.
@@ -829,6 +887,23 @@ ansible_facts:
             tinygrad:
               description: tinygrad, as the module's own interpreter imports it.
               type: str
+        health_watcher:
+          description: The GPU health watcher's state file (C(/run/gpufleet-exo-health/state.json)), read-only.
+          type: dict
+          contains:
+            status:
+              description: V(read), V(absent) (no watcher on the host) or V(unreadable) (see C(message)).
+              type: str
+            message:
+              description: Why the file could not be read, else V(null).
+              type: str
+            updated:
+              description: When the watcher last wrote it, in seconds since the epoch.
+              type: float
+            drained:
+              description: The UUIDs of the GPUs the watcher holds out of their rings now.
+              type: list
+              elements: str
         errors:
           description: What went wrong, stage by stage; a field it cost is V(null).
           type: list
@@ -854,6 +929,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import CACHE_DIRECTORY, gather
+from ansible_collections.gpufleet.exo.plugins.module_utils.health_watcher import facts as watcher
 
 
 def main():
@@ -879,6 +955,7 @@ def main():
                    tinygrad_python=params["tinygrad_python"], backends=params["backends"],
                    tinygrad_cache=CACHE_DIRECTORY if params["tinygrad_cache"] else None,
                    visible_per_gpu=params["visible_per_gpu"])
+    facts = watcher.annotate(facts, watcher.read(os.path.join(params["rootfs"], watcher.STATE_PATH.lstrip("/"))))
     module.exit_json(changed=False, ansible_facts={"device_capabilities": facts})
 
 

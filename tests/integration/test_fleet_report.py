@@ -172,6 +172,7 @@ def test_chromium_shows_the_numbers_of_the_json(report):
         for g in h["gpus"]:
             row = parser.rows[("gpu", h["host"], str(g["index"]))]
             assert (row.pop("host"), row.pop("health_reasons")) == (h["host"], "".join(g.get("health_reasons", [])))
+            assert row.pop("watcher_reason") == "".join(g.get("watcher_reason", []))
             for field, text in row.items():
                 assert text == shown(g.get(field)), (h["host"], g["index"], field, text)
 

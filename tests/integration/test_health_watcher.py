@@ -35,6 +35,18 @@ case "$1" in
   start) rm -f "$here/$3" ;;
 esac
 """
+# A stand-in for nvidia-smi: records each call; a reset (-r -i BUS) tells the simulated driver that
+# the GPU no longer asks for a recovery action, or hangs where the file "hang" exists.
+NVIDIA_SMI = """#!/bin/sh
+here=$(dirname "$0")
+echo "$*" >> "$here/calls"
+if [ "$1" = -r ]; then
+  [ -e "$here/hang" ] && exec sleep 600
+  index=$(grep -n "^$3$" "$here/buses" | cut -d: -f1)
+  echo "set $((index - 1)) recovery_action=0" >> "$SIMULATED_NVML_EVENTS"
+  echo "GPU $3 was successfully reset."
+fi
+"""
 GPUS = [nvml.gpu("NVIDIA H100 80GB HBM3", 81559, health=dict(nvml.HEALTHY_H100, recovery_action=0)),
         # the second GPU's driver reports no recovery action: the hold time lets it back
         nvml.gpu("NVIDIA H100 80GB HBM3", 81559, health=nvml.HEALTHY_H100)]
@@ -54,15 +66,21 @@ class Host:
         fake.write_text(SYSTEMCTL)
         fake.chmod(0o755)
         self.calls = fake.parent / "calls"
+        smi = tmp / "nvidia-smi" / "nvidia-smi"
+        smi.parent.mkdir(exist_ok=True)
+        smi.write_text(NVIDIA_SMI)
+        smi.chmod(0o755)
+        (smi.parent / "buses").write_text("".join(g["pci_bus_id"] + "\n" for g in nvml.resolved(GPUS)))
+        self.smi = smi.parent
         config = nvml.write_config(str(tmp / "nvml.conf"), GPUS)
         env = dict(os.environ, PYTHONPATH=os.path.join(REPO, ".build", "collections"),
                    **nvml.environment(lib, config, self.events))
         settings = dict({"--hold-s": 3, "--settle-s": 0, "--flood-window-s": 60, "--tick-s": 0.2, "--poll-s": 1},
                         **options)
-        args = [a for pair in settings.items() for a in (pair[0], str(pair[1]))]
+        args = [a for pair in settings.items() for a in ((pair[0], str(pair[1])) if pair[1] is not True else (pair[0],))]
         self.proc = subprocess.Popen(
             [sys.executable, "-m", PACKAGE, "--state", str(tmp / "state.json"), "--metrics", str(tmp / "m.prom"),
-             "--kernel", "file:" + self.kernel, "--systemctl", str(fake)] + args,
+             "--kernel", "file:" + self.kernel, "--systemctl", str(fake), "--nvidia-smi", str(smi)] + args,
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
         self.until(lambda: os.path.exists(str(tmp / "m.prom")), "the first metrics file")
 
@@ -83,6 +101,10 @@ class Host:
             assert self.proc.poll() is None, "the watcher ended: %s" % self.proc.stdout.read()
             assert time.time() < deadline, "no %s within %ds; state %s" % (what, DEADLINE, self.state())
             time.sleep(0.2)
+
+    def smi_calls(self):
+        calls = self.smi / "calls"
+        return calls.read_text().splitlines() if calls.exists() else []
 
     def log_kernel(self, *lines):
         with open(self.kernel, "a") as handle:
@@ -204,3 +226,40 @@ def test_only_the_gpus_given_are_watched(host):
     nvml.inject(h.events, nvml.xid(0, 48), nvml.xid(1, 13))
     h.until(lambda: h.state()[UUIDS[1]]["xids"]["application"] == 1, "the second GPU's fault")
     assert h.actions() == [] and sorted(h.state()) == [UUIDS[1]]
+
+
+def test_a_reset_where_allowed_brings_the_gpu_back_with_persistence_handled(host):
+    h = host(**{"--reset": True, "--hold-s": 600})
+    bus = nvml.resolved(GPUS)[0]["pci_bus_id"]
+    nvml.inject(h.events, nvml.set_keys(0, recovery_action=1), nvml.xid(0, 48))
+    h.until(lambda: h.actions()[-1:] == ["start --no-block " + UNITS[0]], "the start after the reset")
+    assert h.actions() == ["stop --no-block " + UNITS[0], "start --no-block " + UNITS[0]]
+    assert h.smi_calls() == ["-i %s -pm 0" % bus, "-r -i %s" % bus, "-i %s -pm 1" % bus]
+    assert h.state()[UUIDS[0]]["healthy"] and len(h.state()[UUIDS[0]]["resets"]) == 1
+    # the breaker: one reset a GPU an hour; the next fault stays out, reported
+    nvml.inject(h.events, nvml.set_keys(0, recovery_action=1), nvml.xid(0, 95))
+    h.until(lambda: (h.state()[UUIDS[0]].get("remedy") or "").endswith("reset_per_gpu_per_hour reached"),
+            "the breaker's refusal")
+    assert len(h.smi_calls()) == 3 and not h.state()[UUIDS[0]]["healthy"]
+    assert metric(h, "gpufleet_exo_gpu_breaker_open", gpu=UUIDS[0]) == [1]
+    assert metric(h, "gpufleet_exo_gpu_resets_last_hour", gpu=UUIDS[0]) == [1]
+
+
+def test_a_hung_reset_is_given_up_on_and_the_gpu_reported_for_a_reboot(host):
+    h = host(**{"--reset": True, "--hold-s": 600, "--reset-timeout-s": 1})
+    (h.smi / "hang").write_text("")
+    nvml.inject(h.events, nvml.xid(1, 48))
+    h.until(lambda: h.state()[UUIDS[1]]["needs"] == "reboot", "a reboot asked for after the hung reset")
+    assert h.state()[UUIDS[1]]["reason"].startswith("the reset failed (reset: ")
+    assert h.actions() == ["stop --no-block " + UNITS[1]]
+    # the watcher still watches: the other GPU's fault drains it too
+    nvml.inject(h.events, nvml.xid(0, 13))
+    h.until(lambda: h.state()[UUIDS[0]]["xids"]["application"] == 1, "a fault seen after the reset")
+
+
+def test_without_reset_the_gpu_is_never_reset(host):
+    h = host(**{"--hold-s": 600})
+    nvml.inject(h.events, nvml.set_keys(0, recovery_action=1), nvml.xid(0, 48))
+    h.until(lambda: (h.state()[UUIDS[0]].get("remedy") or "") == "not reset: resets are off (exo_node_health_reset)",
+            "the refusal")
+    assert h.smi_calls() == []

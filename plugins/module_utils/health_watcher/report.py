@@ -13,7 +13,7 @@ from . import xids
 
 STATE_VERSION = 1
 STATE_KEYS = ("uuid", "pci_bus_id", "index", "healthy", "needs", "reason", "since", "last_fault", "xids",
-              "instance", "stopped_by_watcher", "counted")
+              "instance", "stopped_by_watcher", "counted", "breaker", "resets", "reset_at", "remedy")
 
 # (name, type, help, labels): every metric the file holds; docs/health.md lists the same.
 METRICS = (
@@ -23,6 +23,10 @@ METRICS = (
      "1 for what the GPU's faults ask for (none, drain, reset, reboot), 0 for the others", ("gpu", "action")),
     ("gpufleet_exo_gpu_xids_total", "counter",
      "faults seen on the GPU by class, floods merged (xids.py)", ("gpu", "class")),
+    ("gpufleet_exo_gpu_resets_last_hour", "gauge",
+     "resets the watcher did on the GPU within the last hour (the breaker's count)", ("gpu",)),
+    ("gpufleet_exo_gpu_breaker_open", "gauge",
+     "1 while the breaker keeps the watcher from draining or resetting the GPU its faults ask it to", ("gpu",)),
     ("gpufleet_exo_instance_active", "gauge",
      "1 while the GPU's exo instance unit is active", ("gpu", "unit")),
     ("gpufleet_exo_watcher_nvml_events", "gauge",
@@ -53,22 +57,28 @@ def _sample(name, labels, value):
     return "%s{%s} %s" % (name, inner, value) if inner else "%s %s" % (name, value)
 
 
-def _samples(gpu, units, events):
+def _samples(gpu, units, events, now):
     uuid = gpu["uuid"]
     yield "gpufleet_exo_gpu_healthy", (("gpu", uuid), ("pci_bus_id", gpu.get("pci_bus_id") or "")), int(gpu["healthy"])
     for need in NEEDS:
         yield "gpufleet_exo_gpu_needs", (("gpu", uuid), ("action", need)), int(gpu["needs"] == need)
     for cls in xids.CLASSES:
         yield "gpufleet_exo_gpu_xids_total", (("gpu", uuid), ("class", cls)), gpu["xids"].get(cls, 0)
+    yield "gpufleet_exo_gpu_resets_last_hour", (("gpu", uuid),), sum(1 for t in gpu.get("resets") or [] if now - t < 3600)
+    yield "gpufleet_exo_gpu_breaker_open", (("gpu", uuid),), int(bool(gpu.get("breaker")) or _held_by_breaker(gpu))
     yield "gpufleet_exo_instance_active", (("gpu", uuid), ("unit", units[uuid])), int(gpu["instance"] == "active")
     yield "gpufleet_exo_watcher_nvml_events", (("gpu", uuid),), int(bool(events.get(uuid)))
+
+
+def _held_by_breaker(gpu):
+    return (gpu.get("remedy") or "").startswith("not reset: breaker open")
 
 
 def metrics(gpus, now, units, events):
     """The metrics file's text. units: {uuid: unit name}; events: {uuid: NVML events registered}."""
     samples = {}
     for uuid in sorted(gpus):
-        for name, labels, value in _samples(gpus[uuid], units, events):
+        for name, labels, value in _samples(gpus[uuid], units, events, now):
             samples.setdefault(name, []).append(_sample(name, labels, value))
     samples["gpufleet_exo_watcher_updated_seconds"] = [_sample("gpufleet_exo_watcher_updated_seconds", (), "%.3f" % now)]
     lines = []

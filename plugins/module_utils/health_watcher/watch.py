@@ -42,7 +42,7 @@ class Nvml:
     def __init__(self, pynvml):
         self.nvml = pynvml
         pynvml.nvmlInit()
-        self.handles, self.gpus, self.by_address = {}, [], {}
+        self.handles, self.gpus, self.by_address, self.architectures = {}, [], {}, {}
         for index in range(pynvml.nvmlDeviceGetCount()):
             try:
                 handle = pynvml.nvmlDeviceGetHandleByIndex(index)
@@ -55,6 +55,7 @@ class Nvml:
             # An event names its GPU by handle; a lost GPU no longer answers for its UUID.
             self.by_address[ctypes.cast(handle, ctypes.c_void_p).value] = uuid
             self.gpus.append({"uuid": uuid, "index": index, "pci_bus_id": bus_id})
+            self.architectures[uuid] = self._optional(pynvml.nvmlDeviceGetArchitecture, handle)
         self.kinds = (
             (pynvml.nvmlEventTypeXidCriticalError, "xid"),
             (pynvml.nvmlEventTypeDoubleBitEccError, "ecc_double_bit"),
@@ -62,6 +63,25 @@ class Nvml:
         )
         self.events = pynvml.nvmlEventSetCreate()
         self.registered = dict((uuid, self._register(handle)) for uuid, handle in self.handles.items())
+
+    def _optional(self, function, handle):
+        try:
+            return function(handle)
+        except self.nvml.NVMLError:
+            return None
+
+    def persistent(self, uuid):
+        """Whether persistence mode is on: it holds the GPU, and a reset is refused until it is off."""
+        handle = self.handles.get(uuid)
+        return handle is not None and self._optional(self.nvml.nvmlDeviceGetPersistenceMode, handle) == 1
+
+    def close(self):
+        """Let go of every GPU: nvidia-smi refuses to reset a GPU that a monitoring client holds."""
+        try:
+            self.nvml.nvmlEventSetFree(self.events)
+            self.nvml.nvmlShutdown()
+        except self.nvml.NVMLError as exc:
+            _log("NVML did not shut down cleanly before a reset: %s" % exc)
 
     def _register(self, handle):
         """Whether the GPU's events reach the watcher: parts and drivers without them answer
@@ -102,7 +122,9 @@ class Nvml:
     def answer(self, uuid):
         """What the health gate reads: does NVML answer, the probe's verdict, the recovery action."""
         session = _nvml._Session(self.nvml)
-        handle = self.handles[uuid]
+        handle = self.handles.get(uuid)
+        if handle is None:  # not found again after a reset
+            return {"answers": False, "verdict": None, "recovery_action": None}
         facts = health.shape(health.query(session, "GPU %s " % uuid, handle))
         answers = session.call("", "nvmlDeviceGetPciInfo", handle) is not None and not facts["lost"]
         return {"answers": answers, "verdict": facts["verdict"] if answers else None,
@@ -110,6 +132,8 @@ class Nvml:
 
     def lost(self, uuid):
         """A cheap liveness check of a serving GPU: a GPU off the bus answers GPU_IS_LOST."""
+        if uuid not in self.handles:
+            return True
         try:
             self.nvml.nvmlDeviceGetPciInfo(self.handles[uuid])
         except self.nvml.NVMLError as exc:
@@ -156,6 +180,11 @@ def _follow_journal(dummy_path, put, stop):
     proc.terminate()
 
 
+# The decisions' settings that the command line sets (decide.DEFAULTS).
+SETTINGS = ("flood_window_s", "hold_s", "settle_s", "unit", "max_out_share", "reset", "reset_per_gpu_per_hour",
+            "reset_per_host_per_hour", "reset_timeout_s", "nvidia_smi")
+FABRIC_MANAGER = "nvidia-fabricmanager.service"
+
 KERNEL_SOURCES = {"kmsg": (_follow_kmsg, "/dev/kmsg"), "journal": (_follow_journal, None)}
 
 
@@ -178,6 +207,24 @@ def _write(path, text):
     os.replace(partial, path)
 
 
+def run_with_deadline(argv, timeout_s):
+    """(ended, text): a command that may hang in the driver (a reset), given up on after
+    timeout_s. A process stuck in the kernel survives SIGKILL until the driver lets go, so it is
+    not waited for: ended is False and the watcher goes on."""
+    try:
+        proc = subprocess.Popen(  # pylint: disable=ansible-bad-function
+            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    except OSError as exc:
+        return False, "%s: %s" % (argv[0], exc)
+    try:
+        output = proc.communicate(timeout=timeout_s)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return False, "%s did not end within %ss" % (" ".join(argv), timeout_s)
+    text = " ".join(output.split())
+    return proc.returncode == 0, text if proc.returncode == 0 else "exit %d: %s" % (proc.returncode, text)
+
+
 def _load(path):
     try:
         with open(path) as handle:
@@ -193,8 +240,8 @@ def _log(message):
 class Watcher:
     def __init__(self, opts, nvml):
         self.opts, self.nvml = opts, nvml
-        self.settings = {"flood_window_s": opts.flood_window_s, "hold_s": opts.hold_s,
-                         "settle_s": opts.settle_s, "unit": opts.unit}
+        self.settings = dict((name, getattr(opts, name)) for name in SETTINGS)
+        self.nvml_lock = threading.Lock()  # the event thread waits on the NVML a reset closes
         # The GPUs the node role gave instances (--gpus), else all.
         watched = [g for g in nvml.gpus if not opts.gpus or g["uuid"] in opts.gpus]
         listed = dict((g["uuid"], decide.new_gpu(g["uuid"], g["pci_bus_id"], g["index"])) for g in watched)
@@ -215,11 +262,44 @@ class Watcher:
         for uuid, active in zip(sorted(self.gpus), states):
             self.gpus[uuid] = dict(self.gpus[uuid], instance=active)
 
-    def act(self, actions):
+    def act(self, actions, now):
         for action in actions:
+            if action["verb"] == "reset":
+                self.reset(action, now)
+                continue
             done = self.systemctl(action["verb"], "--no-block", action["unit"])
             _log("gpu %s: %s %s: %s%s" % (action["gpu"], action["verb"], action["unit"], action["reason"],
                                           "" if done.returncode == 0 else " (systemctl failed: %s)" % done.stderr.strip()))
+
+    def platform(self):
+        """What a reset must know of the host (decide.fabric_refusal)."""
+        nvswitch = any(name.startswith("nvidia-nvswitch") for name in os.listdir("/dev"))
+        fabric = self.systemctl("is-active", FABRIC_MANAGER).stdout.strip() == "active" if nvswitch else False
+        return {"nvswitch": nvswitch, "fabric_manager": fabric, "architectures": self.nvml.architectures}
+
+    def reset(self, action, now):
+        """Carry out a reset (decide.reset_commands) with NVML let go, then open NVML again."""
+        uuid = action["gpu"]
+        commands = decide.reset_commands(self.gpus[uuid], self.nvml.persistent(uuid), self.settings)
+        _log("gpu %s: reset: %s" % (uuid, action["reason"]))
+        ended, detail = True, "nvidia-smi -r ended"
+        with self.nvml_lock:
+            self.nvml.close()
+            for name, argv in commands:
+                if name == "reset" and not ended:
+                    continue  # persistence stayed on: the reset would be refused
+                done, text = run_with_deadline(argv, self.opts.reset_timeout_s)
+                _log("gpu %s: %s: %s%s" % (uuid, name, " ".join(argv), "" if done else " failed: " + text))
+                if name != "persistence on" and not done:
+                    ended, detail = False, "%s: %s" % (name, text)
+                elif name == "reset":
+                    detail = text or detail
+            # On disk before NVML opens again: a watcher that fails there and restarts still
+            # counts this reset against the breaker.
+            self.gpus[uuid] = decide.reset_done(self.gpus[uuid], now, ended, detail)
+            _log("gpu %s: %s" % (uuid, self.gpus[uuid]["remedy"]))
+            self.publish(now)
+            self.nvml = Nvml(self.nvml.nvml)
 
     def publish(self, now):
         _write(self.opts.state, report.state_json(self.gpus, now))
@@ -234,19 +314,30 @@ class Watcher:
                        if g["healthy"] and self.nvml.lost(u)]
         answers = dict((u, self.nvml.answer(u)) for u, g in self.gpus.items() if not g["healthy"])
         before = self.gpus
-        self.gpus, actions = decide.step(self.gpus, faults, answers, now, self.settings)
+        resettable = any(g["needs"] == "reset" and not g["healthy"] for g in self.gpus.values())
+        platform = self.platform() if self.settings["reset"] and resettable else {}
+        self.gpus, actions = decide.step(self.gpus, faults, answers, now, self.settings, platform)
+        self._log_changes(before)
         # On disk before it is carried out: a watcher that dies between the two still knows, once
         # restarted, which instance it stopped.
         if polling or actions or self.gpus != before:
             self.publish(now)
-        self.act(actions)
+        self.act(actions, now)
         if actions or polling:
             self.refresh_instances()
             self.publish(now)
 
+    def _log_changes(self, before):
+        """Why a GPU is held in by the breaker, or not reset: once, when it changes."""
+        for uuid, gpu in sorted(self.gpus.items()):
+            for key in ("breaker", "remedy"):
+                if gpu.get(key) and gpu.get(key) != before.get(uuid, {}).get(key) and gpu[key] != "resetting":
+                    _log("gpu %s: %s" % (uuid, gpu[key]))
+
     def _feed_nvml(self):
         while not self.stop.is_set():
-            fault = self.nvml.wait()
+            with self.nvml_lock:
+                fault = self.nvml.wait()
             if fault is not None:
                 self.faults.put(fault)
 
@@ -287,8 +378,21 @@ def options(argv):
     parser.add_argument("--poll-s", type=float, default=30.0)
     for name in ("flood_window_s", "hold_s", "settle_s"):
         parser.add_argument("--" + name.replace("_", "-"), type=float, default=decide.DEFAULTS[name])
+    parser.add_argument("--max-out-share", type=float, default=decide.DEFAULTS["max_out_share"],
+                        help="the most of the host's GPUs held out at once, a share in (0, 1]")
+    parser.add_argument("--reset", action="store_true", help="reset a GPU whose fault asks for a reset")
+    for name in ("reset_per_gpu_per_hour", "reset_per_host_per_hour"):
+        parser.add_argument("--" + name.replace("_", "-"), type=int, default=decide.DEFAULTS[name])
+    parser.add_argument("--reset-timeout-s", type=float, default=decide.DEFAULTS["reset_timeout_s"])
+    parser.add_argument("--nvidia-smi", default=decide.DEFAULTS["nvidia_smi"])
     parser.add_argument("--once", action="store_true", help="look once, write the files and exit")
     opts = parser.parse_args(argv)
+    if not 0 < opts.max_out_share <= 1:
+        parser.error("--max-out-share %s: give a share of the host's GPUs above 0 and at most 1, e.g. 0.5"
+                     % opts.max_out_share)
+    for name in ("reset_per_gpu_per_hour", "reset_per_host_per_hour", "reset_timeout_s"):
+        if getattr(opts, name) < 0:
+            parser.error("--%s %s: give 0 or more" % (name.replace("_", "-"), getattr(opts, name)))
     if opts.kernel not in KERNEL_SOURCES and opts.kernel != "none" and not opts.kernel.startswith("file:"):
         parser.error("--kernel %r: use kmsg, journal, none or file:PATH" % opts.kernel)
     return opts

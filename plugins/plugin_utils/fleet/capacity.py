@@ -19,6 +19,7 @@ Every size below cites the file and line of exo e4238f9ef it comes from.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import datetime
 import json
 
 MIB = 1024 * 1024
@@ -260,7 +261,20 @@ def _gpu_row(gpu):
     if isinstance(health, dict):  # published by newer probes: a verdict and its reasons
         row["health"] = health.get("verdict")
         row["health_reasons"] = _texts(health.get("reasons"))
+    row.update(_watcher_columns(gpu.get("watcher")))
     return row
+
+
+def _watcher_columns(watcher):
+    """What the GPU health watcher said of the GPU (device_facts' gpus[].watcher, docs/health.md):
+    serving or drained, why and since when; nothing where it does not watch the GPU."""
+    if not isinstance(watcher, dict):
+        return {}
+    since = watcher.get("since")
+    when = (datetime.datetime.fromtimestamp(since, tz=datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if isinstance(since, (int, float)) and not isinstance(since, bool) else None)
+    return {"watcher": "drained" if watcher.get("drained") is True else "serving",
+            "watcher_reason": _texts(watcher.get("reason")), "watcher_since": when}
 
 
 def _texts(values):

@@ -136,7 +136,9 @@ HOST_COLUMNS = (("Host", "host", "text"), ("Backend", "backend", "text"), ("NVML
 GPU_COLUMNS = (("Host", "host", "text"), ("GPU", "index", "num"), ("Name", "name", "text"), ("Chip", "chip", "text"),
                ("Memory MiB", "memory_mib", "num"), ("fp16 TFLOPS", "fp16_tflops", "num"),
                ("fp32 TFLOPS", "fp32_tflops", "num"), ("TFLOPS from", "flops_source", "text"), ("MIG", "mig", "text"),
-               ("Health", "health", "text"), ("Health reasons", "health_reasons", "lines"))
+               ("Health", "health", "text"), ("Health reasons", "health_reasons", "lines"),
+               ("Watcher", "watcher", "text"), ("Watcher's reason", "watcher_reason", "lines"),
+               ("Since", "watcher_since", "text"))
 
 
 def _table(table_id, columns, rows):
@@ -197,6 +199,9 @@ def html(report, title="exo fleet"):
         verdict += (" <b id=\"fewer\">%d</b> more serve on a ring of fewer, larger nodes (the column Fewest nodes; "
                     "what is missing names them)." % len(fewer))
     excluded = "".join("<li>%s: %s</li>" % (escape(e["host"]), escape(e["detail"])) for e in report["excluded"])
+    drained = "".join('<li data-host="%s" data-gpu="%s">%s GPU %s: %s (since %s)</li>' % (
+        escape(h["host"]), g["index"], escape(h["host"]), g["index"], escape("; ".join(g.get("watcher_reason") or [])),
+        escape(str(g.get("watcher_since")))) for h in report["hosts"] for g in h["gpus"] if g.get("watcher") == "drained")
     return "".join((
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>%s</title><style>%s</style></head><body>"
         % (escape(title), STYLE),
@@ -206,6 +211,7 @@ def html(report, title="exo fleet"):
             len(report["hosts"]), len(report["nodes"])),
         "<p class=\"verdict\">%s</p>" % verdict,
         "<h2>Hosts left out of the ring</h2><ul id=\"excluded\">%s</ul>" % excluded if excluded else "",
+        "<h2>GPUs the health watcher holds out</h2><ul id=\"drained\">%s</ul>" % drained if drained else "",
         "<h2>What the fleet can serve</h2>", _models_table(report),
         "<h2>Memory per host and instance against the models' needs</h2><div class=\"plot\">%s</div>" % plot,
         "<h2>Hosts</h2>", _hosts_table(report),

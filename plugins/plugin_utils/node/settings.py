@@ -84,6 +84,10 @@ RULES = {
     "exo_node_extra_args": {"split": None},
     "exo_node_device_allow_extra": {"split": None},
     "exo_node_max_exposure": {"range": (0.0, 10.0)},
+    # The health watcher's breaker (docs/health.md): a share of the host's GPUs, and resets an hour.
+    "exo_node_health_max_out_share": {"range": (0.01, 1.0)},
+    "exo_node_health_reset_per_gpu_per_hour": {"range": (0, 60)},
+    "exo_node_health_reset_per_host_per_hour": {"range": (0, 60)},
     "exo_node_memory_percent": {"range": (1, 100)},
     "exo_node_egress": {"read": confinement.read_networks},
     "exo_node_api_proxy_port": PORT,

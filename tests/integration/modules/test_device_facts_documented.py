@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 from ansible_collections.gpufleet.exo.plugins.modules import device_facts
+from ansible_collections.gpufleet.exo.plugins.module_utils.health_watcher import decide
+from ansible_collections.gpufleet.exo.plugins.module_utils.health_watcher import report as watcher_report
 from tests.helpers import run_module
 from tests.simulated import cuda as simcuda
 from tests.simulated import hosts as simhosts
@@ -66,10 +68,18 @@ def extra_hosts(tmp):
     """Hosts whose lists and values the hosts of tests/simulated/hosts.py leave empty: an NVSwitch
     system whose GPUs report their health (one with its fabric up, one with a page retirement pending
     and a name that is not UTF-8, an entry in errors), AMD GPUs on the bus, a
-    CUDA_VISIBLE_DEVICES that leaves CUDA no GPU, and a CUDA driver whose answer the rules do not reach."""
+    CUDA_VISIBLE_DEVICES that leaves CUDA no GPU, a CUDA driver whose answer the rules do not reach, and
+    the health watcher's state file."""
     root = str(tmp / "extra")
     simsysfs.write_tree(root, pci=[simsysfs.nvidia_gpu(simhosts.bus(0)), simsysfs.nvidia_gpu(simhosts.bus(1)),
                                    simsysfs.nvswitch("0000:05:00.0"), simsysfs.amd_gpu("0000:c1:00.0")])
+    # The health watcher's state file, holding GPU 0 out (docs/health.md).
+    os.makedirs(os.path.join(root, "run", "gpufleet-exo-health"))
+    held = dict(decide.new_gpu(simhosts.uuid(0), simhosts.bus(0), 0), healthy=False, needs="reset", reason="XID 48",
+                since=1.0, last_fault=1.0, instance="inactive", stopped_by_watcher=True, remedy="resetting",
+                breaker="breaker open", reset_at=2.0, resets=[2.0])
+    with open(os.path.join(root, "run", "gpufleet-exo-health", "state.json"), "w") as handle:
+        handle.write(watcher_report.state_json({held["uuid"]: held}, 3.0))
     gpus = [simnvml.gpu("NVIDIA H100 80GB HBM3", 81559, uuid=simhosts.uuid(0), pci_bus_id=simhosts.bus(0),
                         health=dict(simnvml.HEALTHY_H100, fabric=(3, 0, 1))),
             simnvml.gpu("x", 16384, uuid=simhosts.uuid(1), pci_bus_id=simhosts.bus(1), name_bytes=b"NVIDIA \xff GPU",

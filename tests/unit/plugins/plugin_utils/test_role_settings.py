@@ -64,6 +64,8 @@ ACCEPTED = [
     ("node", "exo_node_min_memory_mib", "0", 0),
     ("node", "exo_node_max_exposure", "2.5", 2.5),
     ("node", "exo_node_max_exposure", 0, 0.0),
+    ("node", "exo_node_health_max_out_share", "0.25", 0.25),
+    ("node", "exo_node_health_reset_per_host_per_hour", "0", 0),
     ("driver", "exo_driver_reboot_timeout", "60", 60),
     # booleans in any spelling Ansible reads
     ("node", "exo_node_mig", "yes", True),
@@ -113,6 +115,10 @@ REFUSED = [
     ("node", "exo_node_min_memory_mib", "-1", 'exo_node_min_memory_mib is "-1"; it must be 0 or more'),
     ("node", "exo_node_max_exposure", 11, "exo_node_max_exposure is 11; it must be from 0.0 to 10.0"),
     ("node", "exo_node_max_exposure", True, "exo_node_max_exposure is true, not a number; give one such as 2.0"),
+    ("node", "exo_node_health_max_out_share", 0, "exo_node_health_max_out_share is 0; it must be from 0.01 to 1.0"),
+    ("node", "exo_node_health_max_out_share", 1.5, "exo_node_health_max_out_share is 1.5; it must be from 0.01 to 1.0"),
+    ("node", "exo_node_health_reset_per_gpu_per_hour", -1,
+     "exo_node_health_reset_per_gpu_per_hour is -1; it must be from 0 to 60"),
     ("driver", "exo_driver_reboot_timeout", 5, "exo_driver_reboot_timeout is 5; it must be from 60 to 86400"),
     # paths the unit files name
     ("node", "exo_node_data_dir", "/var/lib/my exo",

@@ -70,3 +70,38 @@ def test_the_report_survives_odd_host_names_and_health_reasons(host, reasons, sh
     page = fleet_report.html(report)
     assert fleet_report.escape(host) in page.split("<svg", maxsplit=1)[0]
     assert ">%s (1)<" % fleet_report.escape(host) in page  # the plot's label, as given
+
+
+# (the GPU's watcher facts as device_facts gives them, the row's columns, listed as drained)
+WATCHED = [
+    (None, {}, False),
+    ({"drained": True, "reason": "XID 48 (Double-bit ECC error) from nvml: needs reset", "since": 1795000000.0},
+     {"watcher": "drained", "watcher_reason": ["XID 48 (Double-bit ECC error) from nvml: needs reset"],
+      "watcher_since": "2026-11-18T11:06:40Z"}, True),
+    ({"drained": False, "reason": "back: the driver reports recovery action none", "since": 1795000000},
+     {"watcher": "serving", "watcher_reason": ["back: the driver reports recovery action none"],
+      "watcher_since": "2026-11-18T11:06:40Z"}, False),
+    # what a broken host may publish
+    ({"drained": "yes", "reason": 7, "since": "later"}, {"watcher": "serving", "watcher_reason": ["7"],
+                                                         "watcher_since": None}, False),
+    ("garbage", {}, False),
+]
+
+
+@pytest.mark.parametrize("watcher, columns, listed", WATCHED)
+def test_the_report_shows_what_the_health_watcher_holds_out(watcher, columns, listed):
+    fleet = one_gpu_fleet(81559)
+    gpu = dict(fleet["hosts"][0]["gpus"][0])
+    for key in ("watcher", "watcher_reason", "watcher_since"):
+        gpu.pop(key, None)
+    fleet["hosts"][0]["gpus"][0] = dict(gpu, **capacity._watcher_columns(watcher))
+    row = fleet["hosts"][0]["gpus"][0]
+    assert dict((k, row[k]) for k in columns) == columns and set(columns) <= set(row)
+    page = fleet_report.html(fleet)
+    assert ('<ul id="drained"><li data-host="h" data-gpu="0">h GPU 0: XID 48' in page) is listed
+    assert ('data-field="watcher">%s</td>' % columns["watcher"] in page) if columns else True
+
+
+def test_the_facts_watcher_reaches_the_gpu_row():
+    row = capacity._gpu_row({"index": 0, "watcher": {"drained": True, "reason": "r", "since": 0}})
+    assert (row["watcher"], row["watcher_reason"], row["watcher_since"]) == ("drained", ["r"], "1970-01-01T00:00:00Z")
