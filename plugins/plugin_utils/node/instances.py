@@ -10,7 +10,7 @@ import os.path
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe.conclusions import (
     amd_capabilities, cpu_capabilities, gpu_capabilities)
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import amd, proxy
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import amd, models, proxy
 
 # Every GPU instance needs these besides its own /dev/nvidiaN.
 GPU_DEVICES = ["/dev/nvidiactl rw", "/dev/nvidia-uvm rw", "/dev/nvidia-uvm-tools rw"]
@@ -68,8 +68,7 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
     # exo caches Hugging Face's answers under the temporary directory, which PrivateTmp= empties at
     # every start: in EXO_HOME they last, and the model placement's answers wait there (models.py).
     env = {"EXO_HOME": home, "HOME": home, "TMPDIR": home + "/tmp", "PYTHONUNBUFFERED": "1"}
-    if settings["exo_node_models"] and settings["exo_node_model_source"] == "mirror":
-        env["HF_ENDPOINT"] = settings["exo_node_model_store"].rstrip("/")
+    env.update(models.instance_env(settings))
     devices, cpu_list, numa_node = [], None, None
     gpu = candidate["gpu"]
     if candidate["kind"] == "cpu":

@@ -19,7 +19,12 @@ answers: for the repository's file list (fetch_file_list_with_cache, whose answe
 - the weight map: a hard link to the repository's own index, or, for a single-file model without one,
   an empty map, which exo reads as "every *.safetensors file" (hf_helpers.get_allow_patterns);
 - the cache itself: TMPDIR is EXO_HOME/tmp (instances.py), which PrivateTmp= does not empty.
-With exo_node_model_source: mirror the role places nothing; HF_ENDPOINT names the mirror (instances.py).
+With exo_node_model_source: mirror the role places nothing; HF_ENDPOINT names the mirror.
+
+What every instance is told (instance_env(), its environment): the models it serves, which the
+collection's patch of exo (roles/node/files/gpufleet_exo_patches.py) reads to refuse any other with an
+error instead of a download; and, with the models placed here, HF_HUB_OFFLINE: transformers asks no hub,
+and the patch stops exo's own downloader from asking one.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -34,6 +39,14 @@ INDEX = "model.safetensors.index.json"
 # exo's answer to a repository without an index: every *.safetensors file is the shard's.
 EMPTY_INDEX = json.dumps({"metadata": {}, "weight_map": {}}, sort_keys=True) + "\n"
 GB = 1e9
+# The variable the collection's patch of exo reads: the model ids an instance serves, comma-separated.
+PLACED_ENV = "GPUFLEET_EXO_PLACED_MODELS"
+# What each source adds to the placed models: where exo may still look for them.
+SOURCE_ENV = {
+    "controller": lambda settings: {"HF_HUB_OFFLINE": "1"},
+    "host": lambda settings: {"HF_HUB_OFFLINE": "1"},
+    "mirror": lambda settings: {"HF_ENDPOINT": settings["exo_node_model_store"].rstrip("/")},
+}
 
 
 # The variables the placement reads; the role checks all of them in its preflight.
@@ -62,6 +75,15 @@ def repositories(settings):
         if repo and repo not in repos:
             repos.append(repo)
     return repos
+
+
+def instance_env(settings):
+    """The variables exo_node_models gives every instance: none without models (exo downloads as it ships)."""
+    if not settings["exo_node_models"]:
+        return {}
+    env = SOURCE_ENV[settings["exo_node_model_source"]](settings)
+    env[PLACED_ENV] = ",".join(settings["exo_node_models"])
+    return env
 
 
 def placement(host, settings, instances, store=None, placed=None, free=None):

@@ -146,6 +146,7 @@ OWNED_ENV = {
     "HOME": "exo_node_data_dir",
     "TMPDIR": "exo_node_data_dir",
     "EXO_NODE_ARGS": "exo_node_extra_args",
+    "GPUFLEET_EXO_PLACED_MODELS": "exo_node_models",
 }
 # The account comment the role gives the service user; an account without it is not the role's.
 ACCOUNT_COMMENT = "exo nodes"

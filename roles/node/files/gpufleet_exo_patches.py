@@ -12,8 +12,8 @@ collection does not know) is left as exo ships it, and the process says so on st
 instance's journal). Every other import, in exo or in any other program of the virtualenv (pip, the
 device probe), goes on as before. Standard library only; nothing here may stop exo from starting.
 
-docs/node.md, "exo's view of its device" and "A request whose ring breaks", says what each patch
-changes and why.
+docs/node.md, "exo's view of its device", "A request whose ring breaks" and "Models without the
+internet", says what each patch changes and why.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -22,6 +22,7 @@ import asyncio
 import contextvars
 import hashlib
 import json
+import os
 import sys
 import weakref
 
@@ -226,13 +227,136 @@ def patch_tokenizers(module):
     module.AutoTokenizer = NoRemoteCode(module.AutoTokenizer)
 
 
+# The model ids the node role placed for an instance (plugins/plugin_utils/node/models.py, instance_env()).
+PLACED_ENV = "GPUFLEET_EXO_PLACED_MODELS"
+# exo's API routes that load a model, and whether each falls back to exo's default model as its chat
+# routes do (a gpt-* name, or one exo has no model card for); the others take the name as given.
+MODEL_ROUTES = {"handle_post_chat_completions": True, "handle_post_chat_token_encode": True,
+                "handle_post_image_generations": False, "handle_post_download": False}
+# Repositories exo answers itself, fetching nothing: its dummy engine's (exo/inference/tokenizers.py,
+# resolve_tokenizer; exo/main.py gives that engine a downloader that downloads nothing).
+FETCHES_NOTHING = ("dummy",)
+
+
+class NotPlaced(ValueError):
+    """A model this ring does not serve: exo would download it."""
+
+
+class Offline(FileNotFoundError):
+    """A hub lookup of an instance that runs offline. A FileNotFoundError, which exo's download_file_with_retry
+    raises at once instead of trying 30 times."""
+
+
+def placed_models():
+    """The model ids this instance serves, or None where the node role placed none: then exo downloads as it ships."""
+    value = os.environ.get(PLACED_ENV)
+    return None if value is None else [model.strip() for model in value.split(",") if model.strip()]
+
+
+def offline():
+    """Whether this instance runs offline: huggingface_hub's HF_HUB_OFFLINE, as huggingface_hub reads it."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def not_placed(model, asked=None):
+    """Why this instance refuses model (asked: the name the request gave, where exo chose model for it), or None."""
+    placed = placed_models()
+    if placed is None or model in placed:
+        return None
+    chosen = " (exo's choice for %s)" % json.dumps(asked) if asked not in (None, model) else ""
+    return ("the model %s%s is not placed on this ring, which serves %s; exo would download it, and does not here: "
+            "the node role places models, so add %s to exo_node_models and run the role again"
+            % (model, chosen, ", ".join(placed) or "no model", model))
+
+
+def model_of(api, data, cards, falls_back):
+    """(the model exo loads for a request's body, the name the body gives), as the route's handler reads them."""
+    asked = data.get("model", api.default_model if falls_back else None)
+    if not falls_back or (isinstance(asked, str) and asked in cards and not asked.startswith("gpt-")):
+        return asked, asked
+    return api.default_model, asked
+
+
+def fetched(api, model, cards):
+    """Whether exo would fetch model's repository for a request to api: its card names one for api's engine that
+    exo does not answer itself. Without a repository exo refuses the model itself (HTTP 400)."""
+    repo = (cards.get(model) or {}).get("repo", {}).get(api.inference_engine_classname) if isinstance(model, str) else None
+    return repo is not None and repo not in FETCHES_NOTHING
+
+
+def patch_api_models(module):
+    """ChatGPTAPI: a request naming a model that was not placed is answered 404 at once, saying so, instead of
+    exo looking it up on the hub (a blocking lookup, retried for minutes) and downloading it on every node."""
+    api_class, web, cards = module.ChatGPTAPI, module.web, module.model_cards
+
+    def refusing(exos_handler, falls_back):
+        async def handle(self, request):
+            try:
+                data = await request.json()  # aiohttp keeps the body: exo's handler reads it again
+            except Exception:  # not JSON: exo's own answer
+                data = None
+            if isinstance(data, dict):
+                model, asked = model_of(self, data, cards, falls_back)
+                refusal = not_placed(model, asked) if fetched(self, model, cards) else None
+                if refusal:
+                    say(refusal)
+                    return web.json_response({"detail": refusal}, status=404)
+            return await exos_handler(self, request)
+        return handle
+
+    for name, falls_back in MODEL_ROUTES.items():
+        setattr(api_class, name, refusing(getattr(api_class, name), falls_back))
+
+
+def patch_api(module):
+    patch_chatgpt_api(module)
+    patch_api_models(module)
+
+
+def hub_lookup(what, repo_id, revision, path):
+    return ("this instance runs offline (HF_HUB_OFFLINE): exo asked its hub for %s of %s%s at %s, which the node "
+            "role's placement should hold; run the role again to place the model's files"
+            % (what, repo_id, "/" + path if path else "", revision))
+
+
+def patch_downloads(module):
+    """exo's downloader: a model that was not placed is never fetched, whoever asks (the API, a peer's
+    SendPrompt or its start_process_prompt status); offline, exo's own lookups (it ignores HF_HUB_OFFLINE)
+    fail at once instead of asking the hub."""
+    exos_download_shard, exos_file_list, exos_file_meta = (module.download_shard, module.fetch_file_list_with_retry,
+                                                           module.file_meta)
+
+    async def download_shard(shard, *args, **kwargs):
+        refusal = not_placed(shard.model_id)
+        if refusal:
+            if not kwargs.get("skip_download"):  # a download, not the API's look at every model's status
+                say("a download refused: " + refusal)
+            raise NotPlaced(refusal)
+        return await exos_download_shard(shard, *args, **kwargs)
+
+    async def fetch_file_list_with_retry(repo_id, revision="main", path=""):
+        if offline():
+            raise Offline(hub_lookup("the file list", repo_id, revision, path))
+        return await exos_file_list(repo_id, revision, path)
+
+    async def file_meta(repo_id, revision, path):
+        if offline():
+            raise Offline(hub_lookup("the size and checksum", repo_id, revision, path))
+        return await exos_file_meta(repo_id, revision, path)
+
+    module.download_shard, module.fetch_file_list_with_retry, module.file_meta = (
+        download_shard, fetch_file_list_with_retry, file_meta)
+
+
 # module -> ({sha256 of a source the patch was written against: the exo release it comes from}, patch)
 PATCHES = {
     "exo.topology.device_capabilities": (
         {"d0498756e39b7f132a127eb7561394c20086ec229a1430a733520fe38b8c4d73": "exo e4238f9ef"},
         patch_device_capabilities),
     "exo.orchestration.node": ({"c94cf0d1b31b654789398ca2d6e3a976bbe8c62792c9b3b3c1083a8db48f5b25": "exo e4238f9ef"}, patch_node),
-    "exo.api.chatgpt_api": ({"ac7416fe37f509fbedddab63f2e7bea828e6ab372bd9e1e29fb98f0dd5332b8e": "exo e4238f9ef"}, patch_chatgpt_api),
+    "exo.api.chatgpt_api": ({"ac7416fe37f509fbedddab63f2e7bea828e6ab372bd9e1e29fb98f0dd5332b8e": "exo e4238f9ef"}, patch_api),
+    "exo.download.new_shard_download": (
+        {"1542ed63c4fa687f62ae8d5376c1e7310cbb023d6b2721b52d6eaa001364094d": "exo e4238f9ef"}, patch_downloads),
     "exo.inference.tokenizers": (
         {"e679c1407433535a1f298936a5045d8fc10c6c190d103d80ef0415e6588eda64": "exo e4238f9ef"}, patch_tokenizers),
 }

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models
-from tests.helpers import plan_node_ok as ok
+from tests.helpers import plan_node_ok as ok, plan_node_refused as refused
 
 REPO = "unsloth/Llama-3.2-1B-Instruct"
 FILES = {"model.safetensors": 1000, "config.json": 10, "tokenizer.json": 20, "sub/extra.txt": 3}
@@ -134,3 +134,27 @@ def test_a_plain_http_mirror_is_taken_where_the_operator_says_the_network_is_tru
                       exo_node_model_mirror_insecure=True)
     assert models.model_settings(mirror)[1] == []
     assert set(i["env"]["HF_ENDPOINT"] for i in ok(probed["one"], **mirror)["instances"]) == {"http://mirror.lan"}
+
+
+# What every instance is told of exo_node_models: the models it serves (the patch of exo refuses any other), and,
+# with the models placed by the role, that it runs offline.
+@pytest.mark.parametrize("changes, env", [
+    ({"exo_node_models": []}, {}),
+    ({}, {"HF_HUB_OFFLINE": "1", "GPUFLEET_EXO_PLACED_MODELS": "llama-3.2-1b"}),
+    ({"exo_node_model_source": "host", "exo_node_models": ["llama-3.2-1b", "llama-3.2-3b"]},
+     {"HF_HUB_OFFLINE": "1", "GPUFLEET_EXO_PLACED_MODELS": "llama-3.2-1b,llama-3.2-3b"}),
+    # A mirror is asked by exo itself: not offline, but only for the models listed.
+    ({"exo_node_model_source": "mirror", "exo_node_model_store": "https://mirror.example/"},
+     {"HF_ENDPOINT": "https://mirror.example", "GPUFLEET_EXO_PLACED_MODELS": "llama-3.2-1b"}),
+    ({"exo_node_models": [], "exo_node_model_source": "mirror", "exo_node_model_store": "https://mirror.example/"}, {}),
+])
+def test_each_instance_is_told_the_models_it_serves_and_whether_it_runs_offline(probed, changes, env):
+    assert models.instance_env(settings(**changes)) == env
+    instances = ok(probed["one"], **settings(**changes))["instances"]
+    for name in ("HF_HUB_OFFLINE", "HF_ENDPOINT", models.PLACED_ENV):
+        assert set(i["env"].get(name) for i in instances) == {env.get(name)}, name
+
+
+def test_the_served_models_cannot_be_set_beside_exo_node_models(probed):
+    refused(probed["one"], "exo_node_extra_env sets GPUFLEET_EXO_PLACED_MODELS, which the role sets from "
+            "exo_node_models; set that instead", exo_node_extra_env={models.PLACED_ENV: "llama-3.1-8b"})
