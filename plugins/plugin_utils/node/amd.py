@@ -91,8 +91,8 @@ def support(tinygrad):
     if loads:
         return row, None
     if check.get("status") == "failed":
-        return row, "tinygrad %s in %s failed its AMD check: %s" % (tinygrad.get("version"), tinygrad.get("python"),
-                                                                   check.get("reason"))
+        return row, "tinygrad %s in %s failed its AMD check: %s" % (
+            tinygrad.get("version"), tinygrad.get("python"), check.get("reason"))
     return row, ("tinygrad %s in %s cannot load its AMD backend (exo's own tinygrad, 0.10.1 and 0.10.2 lack "
                  "tinygrad.runtime.autogen.am)" % (tinygrad.get("version"), tinygrad.get("python")))
 

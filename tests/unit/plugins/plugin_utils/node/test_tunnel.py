@@ -42,8 +42,8 @@ def published(changes=None, keys=True):
     hostvars = {}
     for host in RING:
         mine = planned(host, **(changes or {}).get(host, {}))
-        hostvars[host] = {"ansible_facts": {"exo_node_ring_peer": dict(mine["published"],
-                                                                        public_key=KEYS[host] if keys else "")}}
+        peer = dict(mine["published"], public_key=KEYS[host] if keys else "")
+        hostvars[host] = {"ansible_facts": {"exo_node_ring_peer": peer}}
     return hostvars
 
 
