@@ -79,13 +79,16 @@ def test_node_python_example_on_this_machine(tmp_path):
 
 def test_node_install_example_on_this_machine(tmp_path):
     shown = example_shows(tmp_path, "node_install", "Say what pip installs, or why it cannot")
-    assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --timeout 60 ' \
-           'exo @ git+https://github.com/exo-explore/exo.git@e4238f9ef369037252c7542e40ea1a8a625afba7"' in shown, shown[:2000]
+    # every source installs from the wheelhouse the controller built, every wheel checked, none built on the host
+    assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --require-hashes ' \
+           '--no-index --only-binary :all: --find-links /opt/exo/wheelhouse --timeout 60 ' \
+           '--requirement=/opt/exo/wheelhouse/requirements.txt"' in shown, shown[:2000]
 
 
 def test_node_preflight_example_on_this_machine(tmp_path):
     shown = example_shows(tmp_path, "node_preflight", "Say what the role would refuse, or how pip would install exo")
     # this machine has systemctl and /usr/bin/python3 in range, but no device facts were gathered: the
     # role would gather them (exo_node_refresh_facts auto), so nothing is refused
-    assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input ' \
-           'exo @ git+https://github.com/exo-explore/exo.git@e4238f9ef369037252c7542e40ea1a8a625afba7"' in shown, shown[:2000]
+    assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --require-hashes ' \
+           '--no-index --only-binary :all: --find-links /opt/exo/wheelhouse ' \
+           '--requirement=/opt/exo/wheelhouse/requirements.txt"' in shown, shown[:2000]
