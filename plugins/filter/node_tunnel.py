@@ -22,14 +22,14 @@ def node_tunnel(settings, host):
     return dict(planned, published=tunnel.published(planned))
 
 
-def node_tunnel_ring(planned, host, hostvars, check_mode=False):
+def node_tunnel_ring(planned, host, hostvars, check_mode=False, partial=False):
     others = {}
     for name in planned["ring"]:
         if name != host and name in hostvars:
             # Published as a fact, as the instances are (node_plan.py's node_cluster says why).
             facts = hostvars[name].get("ansible_facts") or {}
             others[name] = facts["exo_node_ring_peer"] if "exo_node_ring_peer" in facts else hostvars[name].get("exo_node_ring_peer")
-    return tunnel.ring(planned, host, others, check_mode=check_mode)
+    return tunnel.ring(planned, host, others, check_mode=check_mode, partial=partial)
 
 
 class FilterModule(object):

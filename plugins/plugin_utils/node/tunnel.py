@@ -108,11 +108,12 @@ def endpoint(address, port):
     return ("[%s]:%d" if ":" in address else "%s:%d") % (address, port)
 
 
-def ring(tunnel, host, others, check_mode=False):
+def ring(tunnel, host, others, check_mode=False, partial=False):
     """{"peers", "hosts", "errors"}: the WireGuard peers of the host and the ring hosts' addresses.
 
     tunnel: plan()'s answer for host; others: each other host of the ring to what it published
-    (published()), None where it published nothing. In check mode a host may have no key yet.
+    (published()), None where it published nothing. In check mode a host may have no key yet; partial leaves out
+    a host that published nothing (before the plan, where its own refusal says why).
     """
     if not tunnel["enabled"]:
         return {"peers": [], "hosts": [], "errors": []}
@@ -120,6 +121,8 @@ def ring(tunnel, host, others, check_mode=False):
     network = ipaddress.ip_network(tunnel["network"])
     for name in [n for n in tunnel["ring"] if n != host]:
         theirs = others.get(name)
+        if partial and not theirs:
+            continue
         if not theirs or not theirs.get("enabled"):
             errors.append("host %s of the ring has %s; run the role on every host of the ring (or keep their facts in "
                           "a fact cache), and set exo_node_ring_tunnel alike on all of them"

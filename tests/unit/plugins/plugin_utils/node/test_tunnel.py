@@ -143,6 +143,22 @@ def test_what_collides_across_the_ring_is_refused(changes, hostvars_change, chec
     assert ("gpu-a" in [p["host"] for p in ring["peers"]]) == peer
 
 
+@pytest.mark.parametrize("changes, hostvars_change, errors", [
+    # before the plan, a host that published nothing is left to its own refusal
+    ({}, "gone", []),
+    # what those that published say is checked all the same
+    ({"gpu-a": {"exo_node_ring_tunnel_address": "10.213.0.2"}}, None,
+     ["host gpu-b: hosts gpu-b and gpu-a both have the tunnel address 10.213.0.2; give each its own "
+      "exo_node_ring_tunnel_address"]),
+])
+def test_the_check_before_the_plan_leaves_out_a_host_that_published_nothing(changes, hostvars_change, errors):
+    hostvars = published(changes)
+    if hostvars_change == "gone":
+        del hostvars["gpu-a"]
+    ring = node_tunnel_ring(planned("gpu-b"), "gpu-b", hostvars, check_mode=True, partial=True)
+    assert ring["errors"] == errors
+
+
 def table(probed, with_tunnel):
     values, errors = check_settings(dict(NODE_SETTINGS, exo_node_address="10.213.0.2"))
     mine = ok(probed["one"], exo_node_address="10.213.0.2")["instances"]
