@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The files the node role's host-side modules write as root (exo_proxy, exo_service): read, and the
-writers the modules hand to their steps, each saying whether it changed (in check mode, would change)."""
+"""The files the node role's host-side modules write as root (exo_proxy, exo_service): read, the
+writers the modules hand to their steps, each saying whether it changed (in check mode, would change),
+and run_steps, which hands them over and answers for the module."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -59,3 +60,20 @@ def writers(module):
             shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
         return True
     return {"directory": directory, "put": put, "remove": remove}
+
+
+def run_steps(module, present, absent, refused, **extra):
+    """Call present or absent (module_utils steps: (params, run, files, check_mode)) as O(state) says, and
+    exit with their result, its diff only where asked; refused, the steps' exception, fails the module."""
+    files = writers(module)
+    params = dict(module.params, **extra)
+    try:
+        if params["state"] == "present":
+            result = present(params, module.run_command, files, module.check_mode)
+        else:
+            result = absent(params, module.run_command, files["remove"], module.check_mode)
+    except refused as refusal:
+        module.fail_json(msg=str(refusal))
+    if not module._diff:
+        result.pop("diff")
+    module.exit_json(**result)

@@ -92,7 +92,7 @@ nginx:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.exo.plugins.module_utils._exo_proxy import ProxyRefused, absent, present
-from ansible_collections.gpufleet.exo.plugins.module_utils._root_files import writers
+from ansible_collections.gpufleet.exo.plugins.module_utils._root_files import run_steps
 
 
 def main():
@@ -105,18 +105,7 @@ def main():
                            systemd_running=dict(type="bool", default=True)),
         required_if=[("state", "present", ["site", "tokens"])],
         supports_check_mode=True)
-    files = writers(module)
-    params = dict(module.params, systemctl=module.get_bin_path("systemctl") or "systemctl")
-    try:
-        if params["state"] == "present":
-            result = present(params, module.run_command, files, module.check_mode)
-        else:
-            result = absent(params, module.run_command, files["remove"], module.check_mode)
-    except ProxyRefused as refusal:
-        module.fail_json(msg=str(refusal))
-    if not module._diff:
-        result.pop("diff")
-    module.exit_json(**result)
+    run_steps(module, present, absent, ProxyRefused, systemctl=module.get_bin_path("systemctl") or "systemctl")
 
 
 if __name__ == "__main__":

@@ -115,7 +115,7 @@ systemd:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufleet.exo.plugins.module_utils._exo_service import ServiceFailed, absent, present
-from ansible_collections.gpufleet.exo.plugins.module_utils._root_files import writers
+from ansible_collections.gpufleet.exo.plugins.module_utils._root_files import run_steps
 
 
 def main():
@@ -130,21 +130,10 @@ def main():
                            daemon_reload=dict(type="bool", default=False),
                            systemd_running=dict(type="bool", default=True)),
         supports_check_mode=True)
-    files = writers(module)
     systemctl = module.get_bin_path("systemctl")
     if not systemctl and (module.params["state"] == "present" or module.params["systemd_running"]):
         module.fail_json(msg="exo_service needs systemctl, which is not on this host's PATH")
-    params = dict(module.params, systemctl=systemctl)
-    try:
-        if params["state"] == "present":
-            result = present(params, module.run_command, files, module.check_mode)
-        else:
-            result = absent(params, module.run_command, files["remove"], module.check_mode)
-    except ServiceFailed as failure:
-        module.fail_json(msg=str(failure))
-    if not module._diff:
-        result.pop("diff")
-    module.exit_json(**result)
+    run_steps(module, present, absent, ServiceFailed, systemctl=systemctl)
 
 
 if __name__ == "__main__":

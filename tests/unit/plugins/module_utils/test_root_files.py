@@ -80,3 +80,59 @@ def test_a_directory_is_made_roots_only_where_asked(tmp_path, own):
     module = Module(False)
     root_files.writers(module)["directory"](str(tmp_path / "d"), "0755", own=own)
     assert module.owned == ([(str(tmp_path / "d"), "root")] if own else [])
+
+
+class Answering(Module):
+    """A module that run_steps answers through: its params, whether a diff was asked, and how it ended."""
+
+    def __init__(self, state, diff):
+        super().__init__(check_mode=False)
+        self.params, self._diff, self.ended = {"state": state}, diff, None
+
+    def run_command(self, argv):
+        return 0, "", ""
+
+    def exit_json(self, **result):
+        self.ended = ("exit", result)
+
+    def fail_json(self, msg):
+        self.ended = ("fail", msg)
+        raise SystemExit(1)  # as AnsibleModule does: nothing after it runs
+
+
+class Refused(Exception):
+    pass
+
+
+def step(name):
+    """A present or absent step that answers with what it was given, or refuses where told to."""
+    def called(params, run, files, check_mode):
+        if params.get("refuse"):
+            raise Refused("%s refused" % name)
+        return {"changed": True, "step": name, "extra": params["extra"], "files": sorted(files) if isinstance(files, dict)
+                else files.__name__, "diff": {"before": ""}}
+    return called
+
+
+# name: (state, diff asked, extra params, how the module ends)
+RUN_CASES = {
+    "present": ("present", False, {"extra": 1},
+                ("exit", {"changed": True, "step": "present", "extra": 1, "files": ["directory", "put", "remove"]})),
+    "absent, only the remover": ("absent", False, {"extra": 2},
+                                 ("exit", {"changed": True, "step": "absent", "extra": 2, "files": "remove"})),
+    "the diff where asked": ("present", True, {"extra": 3},
+                             ("exit", {"changed": True, "step": "present", "extra": 3,
+                                       "files": ["directory", "put", "remove"], "diff": {"before": ""}})),
+    "a refusal fails the module": ("absent", False, {"extra": 4, "refuse": True}, ("fail", "absent refused")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RUN_CASES))
+def test_run_steps_calls_the_step_of_the_state_and_answers_for_the_module(name):
+    state, diff, extra, ended = RUN_CASES[name]
+    module = Answering(state, diff)
+    try:
+        root_files.run_steps(module, step("present"), step("absent"), Refused, **extra)
+    except SystemExit:
+        pass
+    assert module.ended == ended
