@@ -69,8 +69,11 @@ def present(params, run, files, check_mode):
     files: _root_files.writers' "directory" and "put", each only saying in check mode whether it would change.
     Returns {"changed", "files": the paths written, "systemd": the systemctl commands run, "diff"}.
     """
-    written = [path for path in params["directories"] if files["directory"](path, "0755", own=False)]
-    written += [path for path, content in sorted(params["files"].items()) if files["put"](path, content, "0644")]
+    private = params["private"]
+    written = [path for path in params["directories"]
+               if files["directory"](path, "0700" if private else "0755", own=private)]
+    written += [path for path, content in sorted(params["files"].items())
+                if files["put"](path, content, "0600" if private else "0644")]
     unit_path, before = None, None
     if params["unit"] is not None:
         unit_path = os.path.join(params["unit_dir"], params["units"][0])

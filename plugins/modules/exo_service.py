@@ -13,8 +13,8 @@ version_added: 1.0.0
 description:
   - The host side of the node role's own services (the GPU health watcher, the firewall's guard, the
     instances that left); the role decides what they run and its templates render their units.
-  - With O(state=present), makes O(directories) (mode C(0755); an existing one keeps its owner), writes
-    O(files) and, where given, O(unit) as the unit file of the first of O(units) in O(unit_dir) (all
+  - With O(state=present), makes O(directories) (mode C(0755); an existing one keeps its owner; see
+    O(private)), writes O(files) and, where given, O(unit) as the unit file of the first of O(units) in O(unit_dir) (all
     C(0644), root's). Then reloads systemd where a unit file changed or O(daemon_reload) asks, enables
     each unit and, with O(systemd_running), starts it, or restarts it where one of these files changed
     or O(restart) asks, or reloads it where O(reload) asks.
@@ -56,6 +56,12 @@ options:
     type: list
     elements: path
     default: []
+  private:
+    description:
+      - Make O(directories) root's alone (C(0700)), an existing one included, and O(files) too (C(0600));
+        the unit file stays C(0644).
+    type: bool
+    default: false
   restart:
     description: Restart the units where they run, as for a change of O(files) (their unit file was written elsewhere).
     type: bool
@@ -126,6 +132,7 @@ def main():
                            files=dict(type="dict", default={}),
                            directories=dict(type="list", elements="path", default=[]),
                            remove=dict(type="list", elements="path", default=[]),
+                           private=dict(type="bool", default=False),
                            restart=dict(type="bool", default=False), reload=dict(type="bool", default=False),
                            daemon_reload=dict(type="bool", default=False),
                            systemd_running=dict(type="bool", default=True)),

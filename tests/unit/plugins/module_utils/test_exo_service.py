@@ -42,7 +42,7 @@ class Systemctl:
 def params(tmp_path, **given):
     base = {"units": ["w.service"], "unit": UNIT, "unit_dir": str(tmp_path / "system"),
             "files": {str(tmp_path / "lib" / "pkg" / "w.py"): CODE}, "directories": [str(tmp_path / "lib" / "pkg")],
-            "remove": [], "restart": False, "reload": False, "daemon_reload": False, "systemd_running": True,
+            "remove": [], "private": False, "restart": False, "reload": False, "daemon_reload": False, "systemd_running": True,
             "systemctl": "systemctl"}
     os.makedirs(base["unit_dir"], exist_ok=True)
     base.update(given)
@@ -116,6 +116,19 @@ def test_present_without_a_unit_file_writes_none(tmp_path):
     assert os.listdir(given["unit_dir"]) == []
     assert result["files"] == given["directories"] + list(given["files"])
     assert result["systemd"] == ["restart w.service"]
+
+
+@pytest.mark.parametrize("private, modes", [(False, (0o755, 0o644)), (True, (0o700, 0o600))])
+def test_private_files_and_directories_are_roots_alone(tmp_path, private, modes):
+    given = params(tmp_path, private=private)
+    install(given)
+    os.chmod(given["directories"][0], 0o755)
+    os.chmod(list(given["files"])[0], 0o644)
+    result = service.present(given, Systemctl(enabled=ON, active=ON), writers(False), False)
+    assert tuple(os.stat(path).st_mode & 0o777 for path in (given["directories"][0], list(given["files"])[0])) == modes
+    assert os.stat(os.path.join(given["unit_dir"], "w.service")).st_mode & 0o777 != 0o600
+    # Made private by this run: a change, and the unit restarted on it.
+    assert result["systemd"] == (["restart w.service"] if private else [])
 
 
 def test_a_failed_systemctl_says_which_command_and_why(tmp_path):
