@@ -14,6 +14,8 @@ print_stage_times() {
   echo "=== stage times"
   printf '%-12s %s\n' stage seconds
   for line in "${stage_times[@]}"; do echo "$line"; done
+  # Each scenario's own time, the molecule stage's lanes side by side.
+  [ ! -f .build/molecule/times ] || cat .build/molecule/times
   [ -z "$stage_now" ] || printf '%-12s %d (failed)\n' "$stage_now" $((SECONDS - stage_start))
   [ ! -f .build/containers/ahead.seconds ] \
     || printf '%-12s %s (beside the stages before molecule)\n' images "$(cat .build/containers/ahead.seconds)"
@@ -85,13 +87,21 @@ run_integration() {
     --durations=15 tests/integration
 }
 
-# scenario ROLE NAME: molecule test, its log kept in .build/molecule; the collection's own
-# deprecation warnings fail it (tests/deprecations.py).
+# scenario ROLE NAME: molecule test, its log kept in .build/molecule and its time in the stage table;
+# the collection's own deprecation warnings fail it (tests/deprecations.py). The log is shown where it
+# failed: the scenarios run side by side (run_molecule), so their output is not interleaved on screen.
 scenario() {
-  local log=$PWD/.build/molecule/${1##*/}-$2.log
+  local log=$PWD/.build/molecule/${1##*/}-$2.log started=$SECONDS
   mkdir -p .build/molecule
-  (cd "$1" && molecule test -s "$2") 2>&1 | tee "$log"
-  python tests/deprecations.py "$log"
+  echo "--- molecule ${1##*/} $2: started (${log#"$PWD"/})"
+  if ! (cd "$1" && molecule test -s "$2") >"$log" 2>&1; then
+    tail -n 200 "$log"
+    echo "--- molecule ${1##*/} $2: FAILED after $((SECONDS - started)) s; the whole log: ${log#"$PWD"/}"
+    return 1
+  fi
+  python tests/deprecations.py "$log" || { echo "--- molecule ${1##*/} $2: FAILED on a deprecation warning"; return 1; }
+  printf '%-12s %d\n' "  ${1##*/}:$2" $((SECONDS - started)) >>.build/molecule/times
+  echo "--- molecule ${1##*/} $2: passed in $((SECONDS - started)) s"
 }
 
 # The molecule stage's images, in their order there; images_ahead builds them all, for the stages
@@ -105,22 +115,39 @@ images_ahead() {
   echo "$((SECONDS - started))" >.build/containers/ahead.seconds
 }
 
+# The images each scenario runs on: the driver's installs Debian 12's and Debian 13's real packages;
+# serve's second host is Debian 13 with CPython 3.12 given as exo_node_python.
+declare -A SCENARIO_IMAGES=([driver:default]="debian12 debian13" [node:default]=debian12
+                            [node:cluster]=debian12-exo [node:serve]=debian13-exo)
+# The scenarios side by side, one lane each, the shortest two in one: most of their time is spent
+# waiting on systemd, apt and exo's ring, and one after the other they left the two cores idle about
+# half the time. cluster and serve share what they build on the controller under a lock
+# (molecule/shared/tasks/exo-controller.yml); serve loads a 2.5 GB model per host.
+LANES=("driver:default node:default" "node:cluster" "node:serve")
+
+# lane ROLE:NAME...: each scenario in turn, after its images (built beside the stages before this one
+# where they ran in the same call, images_ahead; image.sh locks each image, so a lane waits for a build
+# under way).
+lane() {
+  local spec image
+  for spec in "$@"; do
+    for image in ${SCENARIO_IMAGES[$spec]}; do tests/containers/image.sh "$image" >/dev/null; done
+    scenario "roles/${spec%%:*}" "${spec#*:}" || return 1
+  done
+}
+
 run_molecule() {
+  local spec pids=() failed=0 pid
   tests/containers/setup.sh
   # shellcheck source=tests/containers/env.sh
   . tests/containers/env.sh
-  # Built beside the stages before this one where they ran in the same call (images_ahead); each
-  # call below then finds its image, or waits for the build under way (image.sh locks each image).
-  tests/containers/image.sh debian12
-  # The driver's default scenario installs Debian 12's and Debian 13's real packages.
-  tests/containers/image.sh debian13
-  scenario roles/driver default
-  scenario roles/node default
-  tests/containers/image.sh debian12-exo && scenario roles/node cluster
-  # Real inference: the serve scenario loads a 2.5 GB model per host, after cluster is gone; its
-  # second host is Debian 13 with CPython 3.12 given as exo_node_python.
-  tests/containers/image.sh debian13-exo
-  scenario roles/node serve
+  for spec in "${LANES[@]}"; do
+    # shellcheck disable=SC2086 # a lane is its words
+    lane $spec &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  return "$failed"
 }
 
 # The ansible-core releases the collection claims (meta/runtime.yml, the roles' min_ansible_version):
@@ -251,7 +278,7 @@ fi
 # when stages run before molecule, they are built beside them. podman and debootstrap are installed
 # first, in the foreground, while nothing else uses apt (debootstrap's dpkg is the image's own).
 # A failed build here only shows in its log: the molecule stage builds what is missing itself.
-rm -f .build/containers/ahead.seconds
+rm -f .build/containers/ahead.seconds .build/molecule/times
 if [[ " ${suites[*]} " == *" molecule "* ]] && [ "${suites[0]}" != molecule ]; then
   echo "=== podman"
   stage_begin podman
