@@ -105,17 +105,6 @@ scenario() {
   echo "--- molecule ${1##*/} $2: passed in $((SECONDS - started)) s"
 }
 
-# The molecule stage's images, in their order there; images_ahead builds them all, for the stages
-# before molecule to run beside.
-IMAGES=(debian12 debian13 debian12-exo debian13-exo)
-images_ahead() {
-  local image started=$SECONDS
-  # shellcheck source=tests/containers/env.sh
-  . tests/containers/env.sh
-  for image in "${IMAGES[@]}"; do tests/containers/image.sh "$image"; done
-  echo "$((SECONDS - started))" >.build/containers/ahead.seconds
-}
-
 # The images each scenario runs on: the driver's installs Debian 12's and Debian 13's real packages;
 # serve's second host is Debian 13 with CPython 3.12 given as exo_node_python.
 declare -A SCENARIO_IMAGES=([driver:default]="debian12 debian13" [node:default]=debian12
@@ -126,14 +115,32 @@ declare -A SCENARIO_IMAGES=([driver:default]="debian12 debian13" [node:default]=
 # killed mid-answer), which under the other lanes' load took 5 times as long and missed its moment.
 LANES=("driver:default node:default" "node:cluster")
 ALONE=(node:serve)
+read -ra SCENARIOS <<<"${LANES[*]} ${ALONE[*]}"
 
-# lane ROLE:NAME...: each scenario in turn, after its images (built beside the stages before this one
-# where they ran in the same call, images_ahead; image.sh locks each image, so a lane waits for a build
-# under way).
-lane() {
+# images ROLE:NAME...: build the images of these scenarios where they are missing or outdated
+# (image.sh locks each image, so a second caller waits for a build under way, then finds it).
+images() {
   local spec image
   for spec in "$@"; do
     for image in ${SCENARIO_IMAGES[$spec]}; do tests/containers/image.sh "$image" >/dev/null; done
+  done
+}
+
+# Every scenario's images in the molecule stage's order, for the stages before it to run beside.
+images_ahead() {
+  local started=$SECONDS
+  # shellcheck source=tests/containers/env.sh
+  . tests/containers/env.sh
+  images "${SCENARIOS[@]}"
+  echo "$((SECONDS - started))" >.build/containers/ahead.seconds
+}
+
+# lane ROLE:NAME...: each scenario in turn, after its images (built already where images_ahead ran
+# beside the stages before this one).
+lane() {
+  local spec
+  for spec in "$@"; do
+    images "$spec"
     scenario "roles/${spec%%:*}" "${spec#*:}" || return 1
   done
 }
