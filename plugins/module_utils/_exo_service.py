@@ -69,11 +69,10 @@ def present(params, run, files, check_mode):
     files: _root_files.writers' "directory" and "put", each only saying in check mode whether it would change.
     Returns {"changed", "files": the paths written, "systemd": the systemctl commands run, "diff"}.
     """
-    private = params["private"]
+    directory_mode, file_mode = ("0700", "0600") if params["private"] else ("0755", "0644")
     written = [path for path in params["directories"]
-               if files["directory"](path, "0700" if private else "0755", own=private)]
-    written += [path for path, content in sorted(params["files"].items())
-                if files["put"](path, content, "0600" if private else "0644")]
+               if files["directory"](path, directory_mode, own=params["private"])]
+    written += [path for path, content in sorted(params["files"].items()) if files["put"](path, content, file_mode)]
     unit_path, before = None, None
     if params["unit"] is not None:
         unit_path = os.path.join(params["unit_dir"], params["units"][0])
