@@ -66,26 +66,57 @@ PROBED = """
         timeout: 30
 """
 
-PLAY = PROBED % "Plan and render the node role's files" + """
+# The variables as preflight.yml reads them (play vars, evaluated inside the role, where its defaults
+# are, until tunnel_plan.yml sets them once).
+PLAY_VARS = """
+  vars:
+    __exo_node_settings: "{{ dict(__names | zip(query('ansible.builtin.vars', *__names))) }}"
+    __names: >-
+      {{ query('ansible.builtin.varnames', '^exo_node_') | reject('in', ['exo_node_instances', 'exo_node_cpu_reason', 'exo_node_ring_peer']) }}
+"""
+
+PLAY = (PROBED % "Plan and render the node role's files").replace("  tasks:\n", PLAY_VARS.lstrip("\n") + "  tasks:\n", 1) + """
     - name: Hand the facts to the role, under the name each version reads
       ansible.builtin.set_fact:
         __exo_node_facts: "{{ ansible_facts['device_capabilities'] | combine({'tinygrad': case_tinygrad}) }}"
         __exo_node_plan_facts: "{{ ansible_facts['device_capabilities'] | combine({'tinygrad': case_tinygrad}) }}"
+
+    # The ring's tunnel first, as the role decides it before the plan (its templates read it).
+    - name: Decide the ring's tunnel with the role's own tasks
+      ansible.builtin.include_role:
+        name: gpufleet.exo.node
+        tasks_from: tunnel_plan.yml
+        public: true
 
     - name: Plan with the role's own tasks
       ansible.builtin.include_role:
         name: gpufleet.exo.node
         tasks_from: select.yml
         public: true
-      # The variables as preflight.yml reads them, for versions that read them there (evaluated inside
-      # the role, where its defaults are); earlier versions list them in vars/main.yml and ignore the rest.
-      vars:
-        __exo_node_settings: "{{ dict(__names | zip(query('ansible.builtin.vars', *__names))) }}"
-        __names: "{{ query('ansible.builtin.varnames', '^exo_node_') }}"
 
     - name: Keep the plan, or use the plan given
       ansible.builtin.set_fact:
         exo_node_instances: "{{ case_instances[inventory_hostname] if case_instances else exo_node_instances }}"
+
+    # As tunnel.yml and units.yml read them, on the plan rendered: the tunnel's peers (no host has a
+    # key here), the whole cluster and the firewall's table.
+    - name: Find the tunnel's peers
+      ansible.builtin.set_fact:
+        __exo_node_tunnel: >-
+          {{ __exo_node_tunnel | combine(__exo_node_tunnel | gpufleet.exo.node_tunnel_ring(
+               inventory_hostname, hostvars, check_mode=true)) }}
+
+    - name: Read the whole cluster with the role's own tasks
+      ansible.builtin.include_role:
+        name: gpufleet.exo.node
+        tasks_from: cluster.yml
+        public: true
+
+    - name: Decide the firewall's table
+      ansible.builtin.set_fact:
+        __exo_node_firewall: >-
+          {{ exo_node_instances | gpufleet.exo.node_firewall(__exo_node_cluster, __exo_node_settings,
+                                                              os_family='Debian', tunnel=__exo_node_tunnel) }}
 
     - name: Make the output directory
       ansible.builtin.file:
