@@ -63,11 +63,10 @@ def node_models(settings, instances, host, store=None, placed=None, free=None):
     return models.placement(host, values, instances, store=store, placed=placed, free=free)
 
 
-def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, security=None, changed=None,
-                 all_changed=False, started=None, templates=None):
+def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, units=None, changed=None,
+                 all_changed=False, templates=None):
     return outcome.findings(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
-                            security=security, changed=changed, all_changed=all_changed, started=started,
-                            templates=templates)
+                            units=units, changed=changed, all_changed=all_changed, templates=templates)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):

@@ -83,9 +83,12 @@ def restarts(instances, existing, changed, all_changed=False, started=None):
     return [name for name in names if name in wanted]
 
 
-def findings(instances, host, existing=(), device_stats=None, modprobe=None, security=None, changed=None,
-             all_changed=False, started=None, templates=None):
+def findings(instances, host, existing=(), device_stats=None, modprobe=None, units=None, changed=None,
+             all_changed=False, templates=None):
     """What the configure step found, from what its tasks registered (each argument may be left out).
+
+    units: exo_unit_check's answer; its security check gives each exposure, its started check the
+    instances running on settings older than their files.
 
     templates: the registered template loop over node_files' templates, for "written". The template
     unit's entry there names every instance, so its change restarts every instance that ran.
@@ -96,7 +99,7 @@ def findings(instances, host, existing=(), device_stats=None, modprobe=None, sec
         # A confined exo cannot create /dev/nvidia-uvm on first use, as CUDA would otherwise do.
         "modprobe_needed": any(path.startswith("/dev/nvidia-uvm") for path in missing),
         "devices_note": devices_note(host, missing, modprobe),
-        "exposure": exposures(security),
+        "exposure": exposures(units),
         "written": written(templates),
-        "restart": restarts(instances, existing, changed, all_changed=all_changed, started=started),
+        "restart": restarts(instances, existing, changed, all_changed=all_changed, started=units),
     }

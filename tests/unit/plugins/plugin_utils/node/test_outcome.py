@@ -94,7 +94,7 @@ def test_an_instance_older_than_its_files_restarts(probed):
 def test_exposure_figures_from_systemd_analyze(probed):
     instances = ok(probed["two"])["instances"]
     security = units(**{uuid(0): {"exposure": "1.6"}, uuid(1): {"exposure": None}})
-    assert outcome.findings(instances, "h", security=security)["exposure"] == {uuid(0): "1.6"}
+    assert outcome.findings(instances, "h", units=security)["exposure"] == {uuid(0): "1.6"}
     assert outcome.exposures({"skipped": True, "changed": False}) == {}
 
 
