@@ -12,12 +12,14 @@ short_description: Set up or remove a systemd service of the node role's, with i
 version_added: 1.0.0
 description:
   - The host side of the node role's own services (the GPU health watcher, the firewall's guard, the
-    instances that left); the role decides what they run and its templates render their units.
+    ring's tunnel, the instances that left); the role decides what they run and its templates render
+    their units.
   - With O(state=present), makes O(directories) (mode C(0755); an existing one keeps its owner), writes
     O(files) and, where given, O(unit) as the unit file of the first of O(units) in O(unit_dir) (all
-    C(0644), root's; O(private) makes the directories and files root's alone). Then reloads systemd where a unit file changed or O(daemon_reload) asks, enables
-    each unit and, with O(systemd_running), starts it, or restarts it where one of these files changed
-    or O(restart) asks, or reloads it where O(reload) asks.
+    C(0644), root's); with O(private), the directories and files are root's alone (see there). Then
+    reloads systemd where a unit file changed or O(daemon_reload) asks, enables each unit and, with
+    O(systemd_running), starts it, or restarts it where one of these files changed or O(restart) asks,
+    or reloads it where O(reload) asks.
   - With O(state=absent), stops each unit where systemd runs and disables it (C(systemctl) does so on
     the files alone where systemd does not run; a host without C(systemctl) is left to the removal),
     removes O(remove), then reloads systemd where O(daemon_reload) asks and forgets the units' failed
