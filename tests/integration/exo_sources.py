@@ -44,8 +44,15 @@ def archives(directory):
                 os.symlink(vendored, partial)
                 os.replace(partial, path)
         elif not os.path.isfile(path):
-            with urllib.request.urlopen(url, timeout=300) as response, open(partial, "wb") as handle:
-                shutil.copyfileobj(response, handle)
+            try:
+                with urllib.request.urlopen(url, timeout=300) as response, open(partial, "wb") as handle:
+                    shutil.copyfileobj(response, handle)
+            except OSError as error:
+                # A clone elsewhere than beside shared/ looks for the archive in GitHub, which a machine
+                # of this kind cannot reach: say where it was looked for.
+                raise RuntimeError("%s is not in %s (the vendored sources beside the repository), and %s could not "
+                                   "be downloaded: %s; run the tests from a clone whose parent directory holds shared/vendor"
+                                   % (filename, VENDOR, url, error))
             os.replace(partial, path)
         paths[name] = path
     return paths
