@@ -88,6 +88,12 @@ PLAY = (PROBED % "Plan and render the node role's files").replace("  tasks:\n", 
         tasks_from: tunnel_plan.yml
         public: true
 
+    # What preflight.yml looks at for the plan: no instance configured before, no MIG, and no service
+    # user (its entry is only checked, and renders nothing). A version whose select.yml looks, looks itself.
+    - name: Hand the role what preflight.yml looks at
+      ansible.builtin.set_fact:
+        __exo_node_host: {existing: [], account: null, mig_minors_text: null, mig_minors_error: null}
+
     - name: Plan with the role's own tasks
       ansible.builtin.include_role:
         name: gpufleet.exo.node

@@ -63,9 +63,9 @@ def node_models(settings, instances, host, store=None, placed=None, free=None):
     return models.placement(host, values, instances, store=store, placed=placed, free=free)
 
 
-def node_outcome(instances, host, existing=None, device_stats=None, modprobe=None, units=None, changed=None,
+def node_outcome(instances, host, existing=None, devices=None, modprobe=None, units=None, changed=None,
                  all_changed=False, templates=None):
-    return outcome.findings(instances, host, existing=existing or [], device_stats=device_stats, modprobe=modprobe,
+    return outcome.findings(instances, host, existing=existing or [], devices=devices, modprobe=modprobe,
                             units=units, changed=changed, all_changed=all_changed, templates=templates)
 
 

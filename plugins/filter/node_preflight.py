@@ -8,8 +8,8 @@ __metaclass__ = type
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.preflight import preflight
 
 
-def node_preflight(settings, host, facts, python_version=None, stats=None):
-    return preflight(settings, host, facts, python_version=python_version, stats=stats)
+def node_preflight(settings, host, facts, python_version=None, found=None):
+    return preflight(settings, host, facts, python_version=python_version, found=found)
 
 
 class FilterModule(object):

@@ -20,9 +20,9 @@ def _item(result):
     return result.get(result.get("ansible_loop_var") or "item") or {}
 
 
-def missing_devices(stats):
-    """The device nodes a stat loop over plan["device_paths"] found missing, in the plan's order."""
-    return [r["item"] for r in _results(stats) if not (r.get("stat") or {}).get("exists")]
+def missing_devices(devices):
+    """The device nodes of plan["device_paths"] found missing ({path: exists}), sorted as the plan lists them."""
+    return sorted(path for path, exists in (devices or {}).items() if not exists)
 
 
 def devices_note(host, missing, modprobe):
@@ -83,7 +83,7 @@ def restarts(instances, existing, changed, all_changed=False, started=None):
     return [name for name in names if name in wanted]
 
 
-def findings(instances, host, existing=(), device_stats=None, modprobe=None, units=None, changed=None,
+def findings(instances, host, existing=(), devices=None, modprobe=None, units=None, changed=None,
              all_changed=False, templates=None):
     """What the configure step found, from what its tasks registered (each argument may be left out).
 
@@ -93,7 +93,7 @@ def findings(instances, host, existing=(), device_stats=None, modprobe=None, uni
     templates: the registered template loop over node_files' templates, for "written". The template
     unit's entry there names every instance, so its change restarts every instance that ran.
     """
-    missing = missing_devices(device_stats)
+    missing = missing_devices(devices)
     return {
         "missing_devices": missing,
         # A confined exo cannot create /dev/nvidia-uvm on first use, as CUDA would otherwise do.

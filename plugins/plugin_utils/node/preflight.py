@@ -47,11 +47,6 @@ def host_paths(settings):
     return list(SYSTEMCTL) + [path for dummy, path, dummy in tls_files(settings)]
 
 
-def _found(stats):
-    """{path: exists} from the results of ansible.builtin.stat over host_paths."""
-    return dict((result["item"], bool(result.get("stat", {}).get("exists"))) for result in stats or [])
-
-
 def host_errors(settings, facts, install, found):
     """What the host refuses, in the order the role checks it: exo's install and Python, systemd, the facts,
     the proxy's TLS files."""
@@ -68,12 +63,12 @@ def host_errors(settings, facts, install, found):
     return errors
 
 
-def preflight(raw, host, facts, python_version=None, stats=None):
+def preflight(raw, host, facts, python_version=None, found=None):
     """{"errors", "settings", "python_choice", "install", "paths"}, each error a line naming the host.
 
     raw: the role's variables as given (preflight.yml reads every exo_node_ one); facts: the host's
     ansible_facts; python_version: the registered result of `<exo's Python> --version` (skipped or
-    absent in the first answer); stats: the registered results of ansible.builtin.stat over "paths".
+    absent in the first answer); found: {path: whether it exists} for "paths" (gpufleet.exo.exo_host_inspect's).
     """
     settings, errors = check_settings(raw)
     answer = {"errors": ["host %s: %s" % (host, e) for e in errors], "settings": None, "python_choice": None,
@@ -88,5 +83,5 @@ def preflight(raw, host, facts, python_version=None, stats=None):
     if answer["errors"] or not python_version or python_version.get("skipped"):
         return answer
     answer["install"] = steps(raw, python_choice=choice, python_version=python_version)
-    answer["errors"] = ["host %s: %s" % (host, e) for e in host_errors(settings, facts, answer["install"], _found(stats))]
+    answer["errors"] = ["host %s: %s" % (host, e) for e in host_errors(settings, facts, answer["install"], found or {})]
     return answer

@@ -6,16 +6,18 @@ __metaclass__ = type
 
 __doc__ = """The node planner's examples, run as they are written: the EXAMPLES of the filters node_plan,
 node_cluster, node_firewall, node_proxy, node_models and node_outcome, one after the other in one play, as a
-user would chain them; and node_python's, node_install's and node_preflight's on this machine.
+user would chain them; and node_python's, node_install's and node_preflight's on this machine, with the module exo_host_inspect's.
 
 They run on a simulated host with four H100s (tests/simulated/hosts.py "four": the simulated
 libnvidia-ml under the real nvidia-ml-py, a simulated /sys) over a local connection, in check mode,
 so that the topology the node_cluster example writes to /etc/exo is only shown (--diff), not written.
 """
 
+import glob
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -92,3 +94,13 @@ def test_node_preflight_example_on_this_machine(tmp_path):
     assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --require-hashes ' \
            '--no-index --only-binary :all: --find-links /opt/exo/wheelhouse ' \
            '--requirement=/opt/exo/wheelhouse/requirements.txt"' in shown, shown[:2000]
+
+
+def test_exo_host_inspect_example_on_this_machine(tmp_path):
+    proc = playbook(str(tmp_path), tasks_play(examples("module", "exo_host_inspect")), local())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Say what was found]")[1]
+    version = subprocess.run(["/usr/bin/python3", "--version"], stdout=subprocess.PIPE, universal_newlines=True,
+                             check=True).stdout.strip()
+    configured = len(glob.glob("/etc/exo/instances/*.env"))
+    assert '"msg": "%s; systemctl found; root\'s uid 0; %d instances configured"' % (version, configured) in shown, shown[:2000]

@@ -99,18 +99,15 @@ def test_exposure_figures_from_systemd_analyze(probed):
 
 
 def test_missing_device_nodes_and_what_nvidia_modprobe_said(probed):
-    stats = {"results": [{"item": "/dev/nvidia0", "stat": {"exists": True}},
-                         {"item": "/dev/nvidia-uvm", "stat": {"exists": False}},
-                         {"item": "/dev/nvidia-uvm-tools", "stat": {"exists": False}}]}
-    found = outcome.findings([], "h", device_stats=stats, modprobe={"rc": 1, "stderr": "no such module"})
+    devices = {"/dev/nvidia0": True, "/dev/nvidia-uvm-tools": False, "/dev/nvidia-uvm": False}
+    found = outcome.findings([], "h", devices=devices, modprobe={"rc": 1, "stderr": "no such module"})
     assert found["missing_devices"] == ["/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"] and found["modprobe_needed"]
     assert found["devices_note"] == ("host h: /dev/nvidia-uvm, /dev/nvidia-uvm-tools missing (nvidia-modprobe: "
                                      "no such module); DeviceAllow= lines for them take effect only once they "
                                      "exist and the instance restarts")
-    skipped = outcome.findings([], "h", device_stats=stats, modprobe={"skipped": True})
+    skipped = outcome.findings([], "h", devices=devices, modprobe={"skipped": True})
     assert "missing; DeviceAllow=" in skipped["devices_note"]
-    stats["results"][1:] = []
-    assert outcome.findings([], "h", device_stats=stats) == {
+    assert outcome.findings([], "h", devices={"/dev/nvidia0": True}) == {
         "missing_devices": [], "modprobe_needed": False, "devices_note": None, "exposure": {}, "restart": [],
         "written": {"unit": False, "env": False, "dropin": False, "limits": False, "topology": False,
                     "firewall": False, "firewall_unit": False, "reload": False}}

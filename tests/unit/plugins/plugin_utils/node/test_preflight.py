@@ -18,11 +18,11 @@ from tests.helpers import NODE_SETTINGS
 PREFLIGHT = FilterModule().filters()["node_preflight"]
 FACTS = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12", "device_capabilities": {}}
 RELEASE = "%d.%d" % sys.version_info[:2]
-# What the tasks register: `python --version`, and ansible.builtin.stat over the answer's paths.
+# What gpufleet.exo.exo_host_inspect answers: `python --version` (skipped: not asked), and which paths exist.
 VERSION = {"rc": 0, "stdout": "Python %s.0" % RELEASE, "stderr": ""}
 SKIPPED = {"skipped": True, "changed": False}
-SYSTEMCTL = [{"item": "/usr/bin/systemctl", "stat": {"exists": False}}, {"item": "/bin/systemctl", "stat": {"exists": True}}]
-NO_SYSTEMCTL = [dict(entry, stat={"exists": False}) for entry in SYSTEMCTL]
+SYSTEMCTL = {"/usr/bin/systemctl": False, "/bin/systemctl": True}
+NO_SYSTEMCTL = dict.fromkeys(SYSTEMCTL, False)
 
 
 TOKEN = "0123456789abcdef0123"
@@ -30,9 +30,8 @@ TLS = dict(exo_node_api_proxy=True, exo_node_api_proxy_tokens=[TOKEN], exo_node_
            exo_node_api_proxy_tls_key="/etc/ssl/private/exo.key")
 
 
-def tls_stats(certificate, key):
-    return SYSTEMCTL + [{"item": "/etc/ssl/exo.crt", "stat": {"exists": certificate}},
-                        {"item": "/etc/ssl/private/exo.key", "stat": {"exists": key}}]
+def tls_found(certificate, key):
+    return dict(SYSTEMCTL, **{"/etc/ssl/exo.crt": certificate, "/etc/ssl/private/exo.key": key})
 
 
 def settings(**changes):
@@ -41,15 +40,15 @@ def settings(**changes):
     return found
 
 
-# name: (settings changed, facts, --version, stats, the refusals' parts in order (empty: none))
+# name: (settings changed, facts, --version, found, the refusals' parts in order (empty: none))
 SECOND = {
     "all there": ({}, FACTS, VERSION, SYSTEMCTL, []),
     "a bad setting alone, the host not looked at": (
-        {"exo_node_restart_sec": "-5"}, {}, SKIPPED, [], [["host h: exo_node_restart_sec is \"-5\""]]),
+        {"exo_node_restart_sec": "-5"}, {}, SKIPPED, {}, [["host h: exo_node_restart_sec is \"-5\""]]),
     "a platform without such a Python": (
         {"exo_node_distribution_python": True}, dict(FACTS, distribution_major_version="7", os_family="RedHat",
                                                      distribution="CentOS"),
-        SKIPPED, [], [["host h: exo_node_distribution_python is true but"]]),
+        SKIPPED, {}, [["host h: exo_node_distribution_python is true but"]]),
     "a Python out of range": ({"exo_node_python_min_version": "99.0"}, FACTS, VERSION, SYSTEMCTL,
                               [["host h: exo's Python", "is Python %s" % RELEASE, "exo runs on Python 99.0 to"]]),
     "exo's name on PyPI": ({"exo_node_source": "index", "exo_node_index_requirement": "exo==0.0.1"}, FACTS, VERSION,
@@ -58,16 +57,16 @@ SECOND = {
     "no facts and told never to gather them": (
         {"exo_node_refresh_facts": "never"}, dict((k, v) for k, v in FACTS.items() if k != "device_capabilities"),
         VERSION, SYSTEMCTL, [["host h: exo_node_refresh_facts is never but ansible_facts.device_capabilities"]]),
-    "the proxy's TLS files there": (TLS, FACTS, VERSION, tls_stats(True, True), []),
+    "the proxy's TLS files there": (TLS, FACTS, VERSION, tls_found(True, True), []),
     "the proxy's certificate missing": (
-        TLS, FACTS, VERSION, tls_stats(False, True),
+        TLS, FACTS, VERSION, tls_found(False, True),
         [['host h: exo_node_api_proxy_tls_certificate is "/etc/ssl/exo.crt", which is not a file on the host; put '
           'the certificate (chain) there first, or leave']]),
-    "both TLS files missing": (TLS, FACTS, VERSION, tls_stats(False, False),
+    "both TLS files missing": (TLS, FACTS, VERSION, tls_found(False, False),
                                [["exo_node_api_proxy_tls_certificate is"], ["exo_node_api_proxy_tls_key is"]]),
     # plain HTTP, or no proxy at all: the files are neither looked for nor missed
     "the proxy off, its TLS files missing": (dict(TLS, exo_node_api_proxy=False), FACTS, VERSION,
-                                             tls_stats(False, False), []),
+                                             tls_found(False, False), []),
     "every refusal of the host, in order": (
         {"exo_node_refresh_facts": "never", "exo_node_python_min_version": "99.0"},
         dict((k, v) for k, v in FACTS.items() if k != "device_capabilities"), VERSION, NO_SYSTEMCTL,
@@ -77,8 +76,8 @@ SECOND = {
 
 @pytest.mark.parametrize("name", sorted(SECOND))
 def test_the_second_answer_refuses_what_the_settings_and_the_host_show(name):
-    changes, facts, version, stats, refusals = SECOND[name]
-    answer = PREFLIGHT(settings(**changes), "h", facts, python_version=version, stats=stats)
+    changes, facts, version, found, refusals = SECOND[name]
+    answer = PREFLIGHT(settings(**changes), "h", facts, python_version=version, found=found)
     assert len(answer["errors"]) == len(refusals), answer["errors"]
     for error, parts in zip(answer["errors"], refusals):
         for part in parts:
@@ -99,7 +98,7 @@ def test_a_bad_setting_gives_nothing_to_ask_or_look_for():
 
 
 def test_the_second_answer_plans_the_install():
-    answer = PREFLIGHT(settings(), "h", FACTS, python_version=VERSION, stats=SYSTEMCTL)
+    answer = PREFLIGHT(settings(), "h", FACTS, python_version=VERSION, found=SYSTEMCTL)
     assert answer["install"]["python_release"] == RELEASE
     assert answer["install"]["wheels"]["exo"].startswith("git+") and answer["install"]["wheels"]["python"] == RELEASE
 
@@ -114,5 +113,5 @@ def test_the_proxys_tls_files_are_looked_for_only_where_it_speaks_tls(changes, p
 
 
 def test_a_refusal_never_shows_a_token():
-    answer = PREFLIGHT(settings(**TLS), "h", FACTS, python_version=VERSION, stats=tls_stats(False, False))
+    answer = PREFLIGHT(settings(**TLS), "h", FACTS, python_version=VERSION, found=tls_found(False, False))
     assert answer["errors"] and not [e for e in answer["errors"] if TOKEN in e]
