@@ -24,6 +24,10 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import
     instance_name, port_errors, removals, render, visibility_errors)
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, check_settings
 
+NO_FACTS = "no device facts; run gpufleet.exo.device_facts before this role"
+EXO_MISSING = ("%s/bin/python does not exist yet (check mode), so this plan comes from the facts at hand (NVML: %s); "
+               "a real run gathers them again after installing exo")
+
 
 def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None,
               preview=False, exo_python=None):
@@ -51,8 +55,12 @@ def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_t
         errors += check_account(settings, account)
     if settings.get("exo_node_firewall") and "exo_node_address" in settings and address_error(settings["exo_node_address"]):
         errors.append(address_error(settings["exo_node_address"]))
+    # In check mode before exo is installed there is no interpreter to gather the facts again with.
+    exo_missing = exo_python is not None and not (exo_python.get("stat") or {}).get("exists")
     if facts is not None:
         errors += check_facts(facts, FACTS_READ) or cuda_start_problems(facts)
+    elif exo_missing:
+        errors.append(NO_FACTS)
     if errors or facts is None:
         result["errors"] = ["host %s: %s" % (host, e) for e in errors]
         return result
@@ -77,6 +85,8 @@ def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_t
     chosen, errors = choose(host, gpus, found + amd_found, skipped, requested, settings["exo_node_min_memory_mib"],
                             amd_gpus, refused)
     warnings += amd.notes(host, amd_gpus, None if preview else tinygrad)
+    if exo_missing:
+        warnings.append(EXO_MISSING % (settings["exo_node_install_dir"], facts["nvml"].get("status", "no facts")))
     if not chosen and not errors:
         why = cpu_reason(facts, nvml_ok, gpus, skipped, requested, amd_skipped)
         if settings["exo_node_cpu_fallback"]:

@@ -101,6 +101,15 @@ def test_the_plan_says_whether_it_previews_the_one_that_counts(name):
     assert [i["kind"] for i in result["instances"]] == ["gpu"] * gpus
 
 
+def test_check_mode_before_exo_is_installed_says_so_or_stops_without_facts():
+    noted = FILTERS["node_plan"](h100(python=SYSTEM), SETTINGS, "h", exo_python=NOT_THERE)
+    assert noted["warnings"][0] == ("/opt/exo/bin/python does not exist yet (check mode), so this plan comes from the facts "
+                                    "at hand (NVML: ok); a real run gathers them again after installing exo")
+    stopped = FILTERS["node_plan"](None, SETTINGS, "h", exo_python=NOT_THERE)
+    assert stopped["errors"] == ["host h: no device facts; run gpufleet.exo.device_facts before this role"]
+    assert not [w for w in FILTERS["node_plan"](h100(), SETTINGS, "h", exo_python=LOOKED)["warnings"] if "exist yet" in w]
+
+
 def test_a_preview_asked_for_stays_one():
     assert FILTERS["node_plan"](h100(), SETTINGS, "h", preview=True, exo_python=LOOKED)["preview"] is True
 
