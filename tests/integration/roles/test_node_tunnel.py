@@ -5,11 +5,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 __doc__ = """The ring's tunnel filters' examples (node_tunnel, node_tunnel_ring), run as they are written on
-two hosts of one play over the local connection: the addresses each host gets, and its peers."""
+two hosts of one play over the local connection: the addresses each host gets, and its peers; and the
+module exo_ring_key's, with the simulated wg."""
 
+import json
+import os
 import sys
 
 from tests.helpers import examples, recap, run_example as playbook, tasks_play
+from tests.simulated import wg as simwg
 
 KEYS = {"gpu-a": "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=", "gpu-b": "TrMvSoP4jYQlY6RIzBgbssQqY3vxI2Pi+y71lOWWXX0="}
 
@@ -36,3 +40,22 @@ def test_node_tunnel_ring_example(tmp_path):
     compact = "".join(shown.split())
     assert 'ok:[gpu-a]=>{"msg":[["gpu-b","192.0.2.11:51820","10.213.0.2/32"]]}' in compact, shown[:2000]
     assert 'ok:[gpu-b]=>{"msg":[["gpu-a","192.0.2.10:51820","10.213.0.1/32"]]}' in compact, shown[:2000]
+
+
+def test_exo_ring_key_example_makes_the_key_once(tmp_path):
+    """exo_ring_key's EXAMPLES as written but for the key's path, with the simulated wg on PATH."""
+    key = tmp_path / "ring" / "private.key"
+    text = examples("module", "exo_ring_key").replace("/etc/exo/ring/private.key", str(key))
+    local = {"all": {"hosts": {"gpu-a": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    simwg.install(str(bin_dir))
+    play = tasks_play(text).replace("  tasks:\n", "  environment:\n    PATH: %s\n  tasks:\n"
+                                    % json.dumps(str(bin_dir) + os.pathsep + os.environ["PATH"]), 1)
+    for run in (1, 2):
+        (tmp_path / str(run)).mkdir()
+        proc = playbook(str(tmp_path / str(run)), play, local)
+        assert recap(proc, "gpu-a") == {"ok": 2, "changed": 1 if run == 1 else 0, "failed": 0}, proc.stdout[-4000:]
+        said = proc.stdout.split("TASK [Say the public key, which the ring's other hosts need]")[1]
+        assert '"msg": "gpu-a: %s"' % simwg.public_key(key.read_text()) in said, said[:2000]
+    assert oct(key.stat().st_mode & 0o777) == "0o600" and key.read_text().strip() not in proc.stdout
