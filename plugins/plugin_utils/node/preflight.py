@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.install import steps
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.models import repositories
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
@@ -64,7 +65,7 @@ def host_errors(settings, facts, install, found):
 
 
 def preflight(raw, host, facts, python_version=None, found=None):
-    """{"errors", "settings", "python_choice", "install", "paths"}, each error a line naming the host.
+    """{"errors", "settings", "python_choice", "install", "paths", "model_repos"}, each error a line naming the host.
 
     raw: the role's variables as given (preflight.yml reads every exo_node_ one); facts: the host's
     ansible_facts; python_version: the registered result of `<exo's Python> --version` (skipped or
@@ -72,12 +73,12 @@ def preflight(raw, host, facts, python_version=None, found=None):
     """
     settings, errors = check_settings(raw)
     answer = {"errors": ["host %s: %s" % (host, e) for e in errors], "settings": None, "python_choice": None,
-              "install": None, "paths": []}
+              "install": None, "paths": [], "model_repos": []}
     if errors:
         return answer
     # As given: node_python judges exo_node_distribution_python itself.
     choice = choose(facts, *[raw.get(name, settings[name]) for name in PYTHON_SETTINGS])
-    answer.update(settings=settings, python_choice=choice, paths=host_paths(settings))
+    answer.update(settings=settings, python_choice=choice, paths=host_paths(settings), model_repos=repositories(settings))
     if choice["errors"]:
         answer["errors"] = ["host %s: %s" % (host, "; ".join(choice["errors"]))]
     if answer["errors"] or not python_version or python_version.get("skipped"):

@@ -90,11 +90,19 @@ def test_the_first_answer_says_which_python_to_ask_and_what_to_look_for():
     assert answer["python_choice"]["python"] == sys.executable
     assert answer["paths"] == ["/usr/bin/systemctl", "/bin/systemctl"]
     assert answer["settings"]["exo_node_restart_sec"] == NODE_SETTINGS["exo_node_restart_sec"]
+    assert answer["model_repos"] == []
+
+
+def test_the_first_answer_names_the_models_repositories_each_once():
+    answer = PREFLIGHT(settings(exo_node_models="llama-3.2-1b, llama-3.2-1b-8bit, llama-3.2-3b",
+                                exo_node_model_store="/srv/exo-models"), "h", FACTS)
+    assert answer["errors"] == []
+    assert answer["model_repos"] == ["unsloth/Llama-3.2-1B-Instruct", "unsloth/Llama-3.2-3B-Instruct"]
 
 
 def test_a_bad_setting_gives_nothing_to_ask_or_look_for():
     answer = PREFLIGHT(settings(exo_node_restart_sec="-5"), "h", FACTS)
-    assert (answer["python_choice"], answer["paths"], answer["settings"]) == (None, [], None)
+    assert (answer["python_choice"], answer["paths"], answer["settings"], answer["model_repos"]) == (None, [], None, [])
 
 
 def test_the_second_answer_plans_the_install():
