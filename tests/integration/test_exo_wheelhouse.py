@@ -159,7 +159,7 @@ def test_a_wheel_changed_after_the_build_is_refused_by_the_role_before_pip_insta
     copy = tampered_copy(wheelhouse(workdir, "3.12"), tmp_path)
     proc = role_run(tmp_path, copy)
     assert proc.returncode != 0, proc.stdout[-4000:]
-    refusal = proc.stdout[proc.stdout.index("TASK [gpufleet.exo.node : Check the wheelhouse against the hashes"):]
+    refusal = proc.stdout[proc.stdout.index("TASK [gpufleet.exo.node : Stop where the controller could not build the wheelhouse"):]
     assert ('host localhost: exo_node_wheelhouse \\"%s\\" tinygrad-0.10.0-py3-none-any.whl changed after the '
             'wheelhouse was built' % copy) in refusal, refusal[:3000]
     assert "build the wheelhouse again with scripts/exo-wheelhouse.py" in refusal
