@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from tests.helpers import examples, recap, run_example as playbook, tasks_play
+from tests.helpers import examples, local_inventory, recap, run_example as playbook, tasks_play
 from tests.simulated import wg as simwg
 
 KEYS = {"gpu-a": "xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=", "gpu-b": "TrMvSoP4jYQlY6RIzBgbssQqY3vxI2Pi+y71lOWWXX0="}
@@ -46,7 +46,6 @@ def test_exo_ring_key_example_makes_the_key_once(tmp_path):
     """exo_ring_key's EXAMPLES as written but for the key's path, with the simulated wg on PATH."""
     key = tmp_path / "ring" / "private.key"
     text = examples("module", "exo_ring_key").replace("/etc/exo/ring/private.key", str(key))
-    local = {"all": {"hosts": {"gpu-a": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}}
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     simwg.install(str(bin_dir))
@@ -54,8 +53,8 @@ def test_exo_ring_key_example_makes_the_key_once(tmp_path):
                                     % json.dumps(str(bin_dir) + os.pathsep + os.environ["PATH"]), 1)
     for run in (1, 2):
         (tmp_path / str(run)).mkdir()
-        proc = playbook(str(tmp_path / str(run)), play, local)
-        assert recap(proc, "gpu-a") == {"ok": 2, "changed": 1 if run == 1 else 0, "failed": 0}, proc.stdout[-4000:]
+        proc = playbook(str(tmp_path / str(run)), play, local_inventory())
+        assert recap(proc, "localhost") == {"ok": 2, "changed": 1 if run == 1 else 0, "failed": 0}, proc.stdout[-4000:]
         said = proc.stdout.split("TASK [Say the public key, which the ring's other hosts need]")[1]
-        assert '"msg": "gpu-a: %s"' % simwg.public_key(key.read_text()) in said, said[:2000]
+        assert '"msg": "localhost: %s"' % simwg.public_key(key.read_text()) in said, said[:2000]
     assert oct(key.stat().st_mode & 0o777) == "0o600" and key.read_text().strip() not in proc.stdout

@@ -18,7 +18,8 @@ from tests.helpers import NODE_SETTINGS
 PREFLIGHT = FilterModule().filters()["node_preflight"]
 FACTS = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12", "device_capabilities": {}}
 RELEASE = "%d.%d" % sys.version_info[:2]
-# What gpufleet.exo.exo_host_inspect answers: `python --version` (skipped: not asked), and which paths exist.
+# What gpufleet.exo.exo_host_inspect answers: `python --version` and which paths exist; SKIPPED, what a task
+# registers where it did not run (the filter takes a registered command's result too).
 VERSION = {"rc": 0, "stdout": "Python %s.0" % RELEASE, "stderr": ""}
 SKIPPED = {"skipped": True, "changed": False}
 SYSTEMCTL = {"/usr/bin/systemctl": False, "/bin/systemctl": True}
