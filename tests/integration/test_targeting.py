@@ -189,7 +189,7 @@ def test_preflight_checks_the_fleet_and_changes_nothing(fleet):
     assert not names & {"Install exo, what it needs and the collection's patches into its virtualenv",
                         "Write the units and each instance's settings", "Stop and disable them",
                         "Install the packages of the plan", "Load the driver, rebooting where that is needed and allowed"}
-    assert "Check the role's variables and choose exo's Python" in names and "Decide from the device facts" in names
+    assert "Read the role's variables, check them and choose exo's Python" in names and "Decide from the device facts" in names
 
 
 def test_driver_tag_and_limit_run_the_driver_play_alone_on_one_host(fleet):
