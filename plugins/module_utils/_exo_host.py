@@ -2,15 +2,18 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the node role's planners read of a host, as the module gpufleet.exo.exo_host_inspect looks at it
-in one round trip: exo's Python's version, which paths exist, the service user's passwd entry, the
-instances configured before this run and the driver's MIG minors. Plain functions, each answer in the
-shape the planners take (node_preflight, node_plan)."""
+in one round trip: exo's Python's version, exo's virtualenv, which paths exist, which kernel modules the
+kernel has, the service user's passwd entry, the instances configured before this run and the driver's
+MIG minors. Plain functions, each answer in the shape the planners take (node_preflight, node_plan,
+node_install)."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import fnmatch
 import os
 import pwd
+
+from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_venv
 
 
 def python_version(python, run):
@@ -26,6 +29,17 @@ def python_version(python, run):
 def found(paths):
     """{path: whether it exists}, a link by what it points to."""
     return dict((path, os.path.exists(path)) for path in paths)
+
+
+def kernel_modules(names, run):
+    """{name: whether the kernel has the module}: loaded or built in (/sys/module/NAME), or loadable
+    (`modprobe --dry-run` finds it). Nothing is loaded: whatever needs the module loads it on first use."""
+    def loadable(name):
+        try:
+            return run(["modprobe", "--dry-run", name], handle_exceptions=False)[0] == 0
+        except OSError:
+            return False
+    return dict((name, os.path.exists(os.path.join("/sys/module", name)) or loadable(name)) for name in names)
 
 
 def account(user):
@@ -58,10 +72,14 @@ def text(path):
 
 def inspect(params, run):
     """The module's answer, each part only where its parameter is given (null otherwise)."""
-    answer = {"python_version": None, "found": found(params["paths"]), "account": None, "existing": None,
+    answer = {"python_version": None, "venv": None, "found": found(params["paths"]),
+              "modules": kernel_modules(params["modules"], run), "account": None, "existing": None,
               "mig_minors_text": None, "mig_minors_error": None}
     if params["python"]:
         answer["python_version"] = python_version(params["python"], run)
+    if params["venv"]:
+        answer["venv"] = _exo_venv.inspect(
+            {"path": params["venv"], "python": params["python"], "marker": params["marker"]}, run)
     if params["user"]:
         answer["account"] = account(params["user"])
     if params["instances_dir"]:

@@ -61,8 +61,8 @@ def inspect(params, run):
     the source the marker names, "" where there is none}.
 
     Debian's own Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; other
-    builds (pyenv, python.org, EL) have it built in. A Python not installed yet (check mode before
-    the role installs it) cannot: rc 2, as for a command not found.
+    builds (pyenv, python.org, EL) have it built in. A Python not installed yet (in check mode, or before
+    the role installs it: the node role looks before its install) cannot: rc 2, as for a command not found.
     """
     venv = params["path"]
     exists = os.path.exists(os.path.join(venv, "bin", "python"))

@@ -11,7 +11,6 @@ module: exo_venv
 short_description: Install exo, what it needs and the collection's patches into exo's virtualenv
 version_added: 1.0.0
 description:
-  - With O(inspect), only says what the node planner decides the install from (RV(inspected)).
   - Makes exo's virtualenv at O(path) with O(python) where it is missing.
   - With O(install), installs exo into it without its dependencies (C(--force-reinstall --no-deps O(spec))),
     then the requirements exo declares, as the filter P(gpufleet.exo.exo_requirements#filter) shapes them
@@ -35,16 +34,11 @@ options:
     description: The interpreter that makes the virtualenv where it is missing.
     type: path
     required: true
-  inspect:
-    description: Change nothing; return RV(inspected) alone.
-    type: bool
-    default: false
   pip:
-    description:
-      - pip's command line in the virtualenv, up to what it installs (the filter P(gpufleet.exo.node_install#filter)'s C(pip)).
-      - Required unless O(inspect).
+    description: pip's command line in the virtualenv, up to what it installs (the filter P(gpufleet.exo.node_install#filter)'s C(pip)).
     type: list
     elements: str
+    required: true
   install:
     description: Whether exo itself is installed (the filter P(gpufleet.exo.node_install#filter)'s C(needed)).
     type: bool
@@ -79,8 +73,9 @@ options:
     type: path
     required: true
   source_id:
-    description: What O(marker) records (C(node_install)'s C(source_id)), followed by a newline. Required unless O(inspect).
+    description: What O(marker) records (C(node_install)'s C(source_id)), followed by a newline.
     type: str
+    required: true
   probe_packages:
     description: Packages installed for gpufleet.exo.device_facts run with the virtualenv's interpreter.
     type: list
@@ -122,41 +117,24 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-inspected:
-  description: With O(inspect), what the filter P(gpufleet.exo.node_install#filter) takes as its C(venv).
-  returned: with O(inspect)
-  type: dict
-  contains:
-    python:
-      description: Whether the virtualenv's C(bin/python) exists.
-      type: bool
-    ensurepip:
-      description: Where it does not, the return code of C(O(python) -m ensurepip --version) (2 where O(python) is missing); else null.
-      type: int
-    exe:
-      description: Whether the virtualenv's C(bin/exo) exists.
-      type: bool
-    marker:
-      description: The text of O(marker), stripped; empty where there is none.
-      type: str
 exo_changed:
   description: Whether exo, its requirements or the patches changed, so that its instances restart.
-  returned: unless O(inspect)
+  returned: always
   type: bool
 created:
   description: Whether the virtualenv was missing (and, outside check mode, was made).
-  returned: unless O(inspect)
+  returned: always
   type: bool
 requirements:
   description:
     - What the filter P(gpufleet.exo.exo_requirements#filter) answers for the installed exo
       (C(name), C(version), C(install), C(skipped), C(replaced), C(errors)); null where no
       installed distribution provides the C(exo) command (check mode before the first install).
-  returned: unless O(inspect)
+  returned: always
   type: dict
 commands:
   description: The commands run to make the virtualenv and install into it, in order.
-  returned: unless O(inspect)
+  returned: always
   type: list
   elements: list
 """
@@ -166,13 +144,13 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
-from ansible_collections.gpufleet.exo.plugins.module_utils._exo_venv import StepFailed, inspect, install
+from ansible_collections.gpufleet.exo.plugins.module_utils._exo_venv import StepFailed, install
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(path=dict(type="path", required=True), python=dict(type="path", required=True),
-                           inspect=dict(type="bool", default=False), pip=dict(type="list", elements="str"),
+                           pip=dict(type="list", elements="str", required=True),
                            install=dict(type="bool", default=False),
                            spec=dict(type="str"),
                            skip_requirements=dict(type="list", elements="str", default=[]),
@@ -180,9 +158,9 @@ def main():
                            tinygrad_requirement=dict(type="str", default=""),
                            add_requirements=dict(type="list", elements="str", default=[]),
                            files=dict(type="dict", default={}), marker=dict(type="path", required=True),
-                           source_id=dict(type="str"),
+                           source_id=dict(type="str", required=True),
                            probe_packages=dict(type="list", elements="str", default=[])),
-        required_if=[("install", True, ["spec"]), ("inspect", False, ["pip", "source_id"])],
+        required_if=[("install", True, ["spec"])],
         supports_check_mode=True)
 
     def put(path, content):
@@ -201,8 +179,6 @@ def main():
             changed = module.set_mode_if_different(path, "0644", changed)
         return changed
 
-    if module.params["inspect"]:
-        module.exit_json(changed=False, inspected=inspect(module.params, module.run_command))
     try:
         result = install(module.params, module.run_command, put, module.check_mode)
     except StepFailed as failure:

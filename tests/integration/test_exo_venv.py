@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpufleet.exo.exo_venv on this machine, its EXAMPLES as written but for their paths: a wheelhouse of
 a small exo of the tests' own (its command, its declared requirements, one left out), installed with
-no index; what it inspects before and after, check mode before there is a virtualenv, a second run,
-and a refusal before pip runs."""
+no index; what gpufleet.exo.exo_host_inspect finds of the virtualenv before and after, check mode before
+there is a virtualenv, a second run, and a refusal before pip runs."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -47,14 +47,22 @@ def example_play(tmp_path, **changes):
         .replace("/srv/wheelhouse", str(tmp_path / "wheelhouse")).replace("/usr/bin/python3", sys.executable)
     tasks = yaml.safe_load(text)
     tasks[0]["gpufleet.exo.exo_venv"].update(changes)
-    # What the second example says is not there to say when the module only inspects.
-    tasks = tasks[:1] if changes.get("inspect") else tasks
     tasks.append({"name": "Show the result", "ansible.builtin.debug": {"var": "exo_venv"}})
     return tasks_play(yaml.safe_dump(tasks))
 
 
-def run(tmp_path, check=False, **changes):
-    proc = run_example(str(tmp_path / "run"), example_play(tmp_path, **changes), local_inventory(), check=check)
+def inspect_play(tmp_path):
+    """What the node role's preflight asks of the virtualenv, registered as the examples register exo_venv."""
+    venv = str(tmp_path / "exo")
+    return tasks_play(yaml.safe_dump([
+        {"name": "Look at exo's virtualenv", "register": "exo_venv", "gpufleet.exo.exo_host_inspect": {
+            "python": sys.executable, "venv": venv, "marker": venv + "/.gpufleet-exo-source"}},
+        {"name": "Show the result", "ansible.builtin.debug": {"var": "exo_venv"}}]))
+
+
+def run(tmp_path, check=False, inspect=False, **changes):
+    play = inspect_play(tmp_path) if inspect else example_play(tmp_path, **changes)
+    proc = run_example(str(tmp_path / "run"), play, local_inventory(), check=check)
     result = json.loads(proc.stdout.split('"exo_venv": ', 1)[1].split("\n}\n", 1)[0]) if proc.returncode == 0 else None
     return proc, result
 
@@ -69,7 +77,7 @@ def test_exo_venv_installs_exo_and_what_it_declares_then_changes_nothing(tmp_pat
 
     proc, result = run(tmp_path, inspect=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    assert result["inspected"] == {"python": False, "ensurepip": 0, "exe": False, "marker": ""}
+    assert result["venv"] == {"python": False, "ensurepip": 0, "exe": False, "marker": ""}
 
     proc, result = run(tmp_path, check=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
@@ -91,8 +99,8 @@ def test_exo_venv_installs_exo_and_what_it_declares_then_changes_nothing(tmp_pat
 
     # What the role's later runs find, and then give: exo as the marker names it, nothing to install.
     proc, result = run(tmp_path, inspect=True)
-    assert result["inspected"] == {"python": True, "ensurepip": None, "exe": True,
-                                   "marker": "path %s" % (tmp_path / "wheelhouse" / "exo-0.0.1-py3-none-any.whl")}
+    assert result["venv"] == {"python": True, "ensurepip": None, "exe": True,
+                              "marker": "path %s" % (tmp_path / "wheelhouse" / "exo-0.0.1-py3-none-any.whl")}
     proc, result = run(tmp_path, install=False)
     assert proc.returncode == 0, proc.stdout[-4000:]
     assert not result["changed"] and not result["exo_changed"] and result["commands"] == []

@@ -247,7 +247,7 @@ def same_source(recorded, source):
 
 def needed(source, venv):
     """Whether pip installs exo: exo is missing, or the marker names another source than source (same_source());
-    venv is what gpufleet.exo.exo_venv inspected."""
+    venv is what gpufleet.exo.exo_host_inspect found of the virtualenv."""
     venv = venv or {}
     return not venv.get("exe") or not same_source(venv.get("marker") or "", source or "")
 
@@ -265,7 +265,7 @@ def steps(raw, os_family=None, python_choice=None, python_version=None, venv=Non
     raw: the role's variables as given, all of them (roles/node/tasks/preflight.yml reads them); a
     bad one gives its error and nothing else. The host's state comes as the tasks registered it,
     each optional until it is known: python_choice (filter node_python), python_version (`python
-    --version`), venv (what gpufleet.exo.exo_venv inspected: the virtualenv's python, ensurepip,
+    --version`), venv (what gpufleet.exo.exo_host_inspect found: the virtualenv's python, ensurepip,
     exo's executable and the marker), node_plan (the filter node_plan's answer so far) and arch (the
     host's ansible_facts.architecture). verify adds the wheels of exo_node_wheelhouse whose content is
     not the recorded one to the errors where pip is to install from it (needed): a read of the whole
@@ -296,8 +296,8 @@ def steps(raw, os_family=None, python_choice=None, python_version=None, venv=Non
         "python_release": release,
         "python_errors": python_errors(settings, python_choice, version_result, release) if python_choice and python_version
         else [],
-        "packages": packages(settings, os_family, release, (venv or {}).get("python", True), (venv or {}).get("ensurepip"),
-                             node_plan),
+        "packages": (python_choice or {}).get("packages", []) + packages(
+            settings, os_family, release, (venv or {}).get("python", True), (venv or {}).get("ensurepip"), node_plan),
         "spec": install_spec(settings) if not errors else None,
         "source_id": source,
         "pip": pip_command(settings),

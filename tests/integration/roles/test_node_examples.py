@@ -17,6 +17,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -103,4 +104,8 @@ def test_exo_host_inspect_example_on_this_machine(tmp_path):
     version = subprocess.run(["/usr/bin/python3", "--version"], stdout=subprocess.PIPE, universal_newlines=True,
                              check=True).stdout.strip()
     configured = len(glob.glob("/etc/exo/instances/*.env"))
-    assert '"msg": "%s; systemctl found; root\'s uid 0; %d instances configured"' % (version, configured) in shown, shown[:2000]
+    venv = "in place" if os.path.exists("/opt/exo/bin/python") else "to make"
+    kernel = os.path.exists("/sys/module/wireguard") or bool(shutil.which("modprobe")) and subprocess.run(
+        ["modprobe", "-n", "wireguard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False).returncode == 0
+    assert ('"msg": "%s; exo\'s virtualenv %s; WireGuard %s; systemctl found; root\'s uid 0; %d instances configured"'
+            % (version, venv, "in the kernel" if kernel else "in userspace", configured)) in shown, shown[:2000]

@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import os
 import pwd
+import shutil
 import subprocess
 import sys
 
@@ -18,14 +19,16 @@ from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_host as h
 
 
 def run(argv, handle_exceptions=True):
-    """AnsibleModule.run_command's answer, of a real process; a missing program raises as it does."""
-    assert handle_exceptions is False
+    """AnsibleModule.run_command's answer, of a real process; a missing program raises where asked to, as it does."""
+    if handle_exceptions and not shutil.which(argv[0]):
+        return 127, "", "not found"
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
 def params(**given):
-    return dict(dict(python=None, paths=[], user=None, instances_dir=None, mig_minors=None), **given)
+    return dict(dict(python=None, venv=None, marker=None, paths=[], modules=[], user=None, instances_dir=None,
+                     mig_minors=None), **given)
 
 
 def test_python_version_is_what_the_interpreter_says():
@@ -46,6 +49,36 @@ def test_found_follows_links_and_a_broken_one_is_missing(tmp_path):
     assert host.found(paths) == dict(zip(paths, (True, True, False, False)))
 
 
+def test_a_kernel_module_is_had_where_sysfs_lists_it_or_modprobe_finds_it(tmp_path, monkeypatch):
+    # A simulated modprobe: finds "loadable" only, as `modprobe --dry-run` does a module of the kernel's tree.
+    (tmp_path / "modprobe").write_text('#!/bin/sh\n[ "$1" = --dry-run ] && [ "$2" = loadable ]\n')
+    os.chmod(str(tmp_path / "modprobe"), 0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path, os.environ["PATH"]))
+    listed = sorted(os.listdir("/sys/module"))[:1]
+    answer = host.kernel_modules(listed + ["loadable", "gpufleet_no_such_module"], run)
+    assert answer == dict([(name, True) for name in listed] + [("loadable", True), ("gpufleet_no_such_module", False)])
+
+
+def test_a_kernel_module_is_missing_where_there_is_no_modprobe(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert host.kernel_modules(["gpufleet_no_such_module"], run) == {"gpufleet_no_such_module": False}
+
+
+def test_the_virtualenv_is_what_the_install_decides_from(tmp_path):
+    venv = tmp_path / "exo"
+    marker = venv / ".gpufleet-exo-source"
+    answer = host.inspect(params(python=sys.executable, venv=str(venv), marker=str(marker)), run)
+    assert answer["venv"] == {"python": False, "ensurepip": 0, "exe": False, "marker": ""}
+    (venv / "bin").mkdir(parents=True)
+    for name in ("python", "exo"):
+        os.symlink(sys.executable, str(venv / "bin" / name))
+    marker.write_text("path /srv/wheelhouse/exo.whl\n")
+    answer = host.inspect(params(python=sys.executable, venv=str(venv), marker=str(marker)), run)
+    assert answer["venv"] == {"python": True, "ensurepip": None, "exe": True, "marker": "path /srv/wheelhouse/exo.whl"}
+    missing = host.inspect(params(python=str(tmp_path / "python3.99"), venv=str(tmp_path / "other"), marker=None), run)
+    assert missing["venv"]["ensurepip"] == 2
+
+
 def test_account_is_getents_entry_after_the_name():
     entry = pwd.getpwuid(os.getuid())
     assert host.account(entry.pw_name) == [entry.pw_passwd, str(entry.pw_uid),
@@ -63,8 +96,8 @@ def test_existing_are_the_env_files_only(tmp_path):
 
 
 @pytest.mark.parametrize("given, expected", [
-    ({}, {"python_version": None, "account": None, "existing": None, "mig_minors_text": None, "mig_minors_error": None,
-          "found": {}}),
+    ({}, {"python_version": None, "venv": None, "account": None, "existing": None, "mig_minors_text": None,
+          "mig_minors_error": None, "found": {}, "modules": {}}),
     ({"mig_minors": "minors"}, {"mig_minors_text": "gpu0/gi1/access 21\n", "mig_minors_error": None}),
     ({"mig_minors": "absent"}, {"mig_minors_text": None}),
 ])

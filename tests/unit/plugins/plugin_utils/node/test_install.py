@@ -359,6 +359,13 @@ def test_a_python_the_role_installs_is_not_asked_for_its_release():
                    python_version=absent)["python_errors"] != []
 
 
+def test_a_python_the_role_installs_comes_first_among_the_packages():
+    # EL 9's python3.12, not installed yet when the host is looked at: no ensurepip, and EL needs no venv package.
+    choice = dict(CHOICE, python="/usr/bin/python3.12", packages=["python3.12"])
+    assert install(os_family="RedHat", python_choice=choice, python_version={"rc": 2, "msg": "No such file"},
+                   venv=dict(NO_VENV, ensurepip=2))["packages"] == ["python3.12", "nftables"]
+
+
 def test_this_interpreter_is_in_range_of_its_own_release():
     own = "%d.%d" % sys.version_info[:2]
     plan = install(settings(exo_node_python=sys.executable, exo_node_python_max_version=own),
