@@ -187,7 +187,7 @@ def test_preflight_checks_the_fleet_and_changes_nothing(fleet):
     # Neither the install nor the configure phase ran.
     names = set(ran(report, "node")) | set(ran(report, "driver"))
     assert not names & {"Install exo, what it needs and the collection's patches into its virtualenv",
-                        "Write the units and each instance's settings", "Stop and disable them",
+                        "Write the units and each instance's settings", "Remove the instances that left and the files the settings turned off",
                         "Install the packages of the plan", "Load the driver, rebooting where that is needed and allowed"}
     assert "Read the role's variables, check them and choose exo's Python" in names and "Decide from the device facts" in names
 
