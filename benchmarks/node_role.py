@@ -80,6 +80,8 @@ PLAY = (PROBED % "Plan and render the node role's files").replace("  tasks:\n", 
       ansible.builtin.set_fact:
         __exo_node_facts: "{{ ansible_facts['device_capabilities'] | combine({'tinygrad': case_tinygrad}) }}"
         __exo_node_plan_facts: "{{ ansible_facts['device_capabilities'] | combine({'tinygrad': case_tinygrad}) }}"
+        device_capabilities: "{{ ansible_facts['device_capabilities'] | combine({'tinygrad': case_tinygrad}) }}"
+        cacheable: true
 
     # The ring's tunnel first, as the role decides it before the plan (its templates read it).
     - name: Decide the ring's tunnel with the role's own tasks
