@@ -40,20 +40,31 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
     return {"peers": peers, "addresses": confinement.ring_addresses(peers), "errors": errors}
 
 
-def node_firewall(instances, cluster, settings, os_family=None, tunnel=None):
-    # The checked values, never the raw ones: a client given as a string is a list by now.
+def _checked(name, settings):
+    """The checked values, never the raw ones (a client given as a string is a list by now); a refused
+    setting fails the filter with the role's message."""
     values, errors = check_settings(settings)
     if errors:
-        raise AnsibleFilterError("node_firewall: the settings are refused: %s" % "; ".join(errors))
-    return firewall(instances, cluster["peers"], values, os_family=os_family, tunnel=tunnel)
+        raise AnsibleFilterError("%s: the settings are refused: %s" % (name, "; ".join(errors)))
+    return values
 
 
-def node_proxy(instances, port, tokens, address, certificate="", key="", origins=None):
-    return proxy(instances, port, tokens, address, certificate=certificate, key=key, origins=origins or [])
+def node_firewall(instances, cluster, settings, os_family=None, tunnel=None):
+    return firewall(instances, cluster["peers"], _checked("node_firewall", settings), os_family=os_family, tunnel=tunnel)
 
 
-def node_files(instances, removed, user, group, data_dir, config_dir, paths, firewall, discovery):
-    return files.layout(instances, removed, user, group, data_dir, config_dir, paths, firewall, discovery)
+def node_proxy(instances, settings):
+    values = _checked("node_proxy", settings)
+    return proxy(instances, values["exo_node_api_proxy_port"], values["exo_node_api_proxy_tokens"],
+                 values["exo_node_address"], certificate=values["exo_node_api_proxy_tls_certificate"],
+                 key=values["exo_node_api_proxy_tls_key"], origins=values["exo_node_api_proxy_cors_origins"])
+
+
+def node_files(instances, removed, settings, paths):
+    values = _checked("node_files", settings)
+    return files.layout(instances, removed, values["exo_node_user"], values["exo_node_group"],
+                        values["exo_node_data_dir"], values["exo_node_config_dir"], paths, values["exo_node_firewall"],
+                        values["exo_node_discovery"])
 
 
 def node_models(settings, instances, host, store=None, placed=None, free=None):

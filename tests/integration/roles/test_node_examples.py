@@ -33,7 +33,7 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
     play = ("- name: Run the examples\n  hosts: all\n  gather_facts: false\n"
             "  environment: %s\n  module_defaults:\n    gpufleet.exo.device_facts: %s\n  tasks:\n"
             % (json.dumps(env), json.dumps({"rootfs": root, "tinygrad": False, "timeout": 30})))
-    names = ("node_plan", "node_cluster", "node_firewall", "node_proxy", "node_models", "node_outcome")
+    names = ("node_plan", "node_cluster", "node_firewall", "node_proxy", "node_files", "node_models", "node_outcome")
     play += "".join(indent(examples("filter", name)) for name in names)
     before = os.path.exists("/etc/exo/topology.json")
     proc = playbook(str(tmp_path), play, local(), check=True, diff=True)
@@ -56,6 +56,11 @@ def test_node_filter_examples_on_a_simulated_four_gpu_host(tmp_path, nvml_lib):
     assert re.search(r'"%s",\s*52515\s*\],\s*\[\s*"%s",\s*52516' % (uuid(0), uuid(2)), proxied), proxied[:3000]
     assert re.search(r'"= /quit",\s*"= /download",\s*"/download/",\s*"/models/"', proxied), proxied[:3000]
     assert "0b8e5bd2c4a1f9e37d6a0c5b8f2e4d17" not in proxied
+    # the configuration directory, the env files' and each instance's drop-in directory, root's
+    made = proc.stdout.split("TASK [Create the directories of the instances]")[1].split("TASK [")[0]
+    dropins = ["/etc/systemd/system/exo@%s.service.d" % uuid(n) for n in (0, 2)]
+    for path in ["/etc/exo", "/etc/exo/instances"] + dropins:
+        assert "'path': '%s'" % path in made, made[:3000]
     # this machine has no model store: the placement says so and what to do
     placing = proc.stdout.split("TASK [Show what placing llama-3.2-1b would take, or why it cannot be placed]")[1]
     assert "exo_node_model_store has no *.safetensors file of unsloth/Llama-3.2-1B-Instruct" in placing, placing[:3000]

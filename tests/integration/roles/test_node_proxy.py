@@ -113,10 +113,13 @@ def render(tmp, api_port, proxy_port, origins, tls):
     site, tokens = os.path.join(tmp, "site.conf"), os.path.join(tmp, "tokens")
     instances = [{"name": "cpu", "slot": 0, "ports": {"api": api_port}}]
     variables = {"__exo_node_proxy_conf_path": site, "__exo_node_proxy_tokens_path": tokens,
-                 "__exo_node_proxy": "{{ instances | gpufleet.exo.node_proxy(%d, tokens, '127.0.0.1', certificate=%s, "
-                                     "key=%s, origins=%s) }}" % (proxy_port, json.dumps(tls[0]), json.dumps(tls[1]),
-                                                                 json.dumps(origins)),
-                 "instances": instances, "tokens": [TOKEN, OTHER_TOKEN]}
+                 "__exo_node_proxy": "{{ instances | gpufleet.exo.node_proxy(settings) }}",
+                 "instances": instances,
+                 "settings": {"exo_node_api_proxy": True, "exo_node_api_proxy_port": proxy_port,
+                              "exo_node_api_proxy_tokens": [TOKEN, OTHER_TOKEN], "exo_node_address": "127.0.0.1",
+                              "exo_node_api_proxy_tls_certificate": tls[0], "exo_node_api_proxy_tls_key": tls[1],
+                              "exo_node_api_proxy_cors_origins": origins, "exo_node_id_prefix": "test",
+                              "exo_node_cluster_hosts": ["localhost"]}}
     play = [{"name": "Render the proxy", "hosts": "all", "gather_facts": False, "vars": variables, "tasks": [
         {"name": "Write the tokens", "ansible.builtin.template": {"src": os.path.join(TEMPLATES, "proxy-tokens.j2"),
                                                                   "dest": tokens, "mode": "0600"}, "no_log": True},

@@ -6,8 +6,12 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_files
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import files
-from tests.helpers import plan_node_ok as ok
+from tests.helpers import NODE_SETTINGS, plan_node_ok as ok
 
 PATHS = {"units": "/etc/systemd/system", "instances": "/etc/exo/instances", "topology": "/etc/exo/topology.json",
          "firewall": "/etc/exo/firewall.nft", "firewall_unit": "exo-firewall.service"}
@@ -58,3 +62,15 @@ def test_what_the_settings_turned_off_and_the_removed_instances_are_removed(prob
     assert off["absent"] == ["/etc/exo/topology.json", "/etc/exo/firewall.nft",
                              "/etc/systemd/system/exo-firewall.service", "/etc/systemd/system/exo@GPU-x.service.d",
                              "/etc/exo/instances/GPU-x.env"]
+
+
+def test_the_filter_reads_the_checked_settings(probed):
+    instances = ok(probed["two"])["instances"]
+    # As -e gives them: strings, which the filter reads as the role checked them.
+    settings = dict(NODE_SETTINGS, exo_node_group="exo-grp", exo_node_firewall="false", exo_node_discovery="udp")
+    assert node_files(instances, ["GPU-x"], settings, PATHS) == layout(instances, ["GPU-x"], False, "udp")
+
+
+def test_the_filter_refuses_settings_the_role_refuses(probed):
+    with pytest.raises(AnsibleFilterError, match="node_files: the settings are refused: exo_node_user"):
+        node_files(ok(probed["two"])["instances"], [], dict(NODE_SETTINGS, exo_node_user=0), PATHS)

@@ -13,8 +13,11 @@ import re
 import pytest
 import yaml
 
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
-from tests.helpers import REPO, plan_node, plan_node_ok as ok, plan_node_refused as refused
+from tests.helpers import NODE_SETTINGS, REPO, plan_node, plan_node_ok as ok, plan_node_refused as refused
 
 TOKEN = "3f9a0c6e1b7d4a25e8c0f1a2b3c4d5e6"
 ON = {"exo_node_api_proxy": True, "exo_node_api_proxy_tokens": [TOKEN]}
@@ -169,3 +172,26 @@ def test_the_example_of_docs_node_md_is_taken_as_it_is_written(probed):
                    origins=given["exo_node_api_proxy_cors_origins"])
     assert answer["tls"] and answer["cors_origins"] == ["https://chat.example.net"]
     assert [s["port"] for s in answer["servers"]] == [52515, 52516]
+
+
+@pytest.mark.parametrize("changes, expected", [
+    # A port as -e gives it, a string, which the filter reads as the role checked it.
+    ({"exo_node_api_proxy_port": "52600", "exo_node_api_proxy_cors_origins": ["https://chat.example.net"]},
+     {"port": 52600, "listen": "52600", "cors_origins": ["https://chat.example.net"], "tls": False}),
+    ({"exo_node_address": "2001:db8::5", "exo_node_api_proxy_tls_certificate": "/etc/ssl/exo.pem",
+      "exo_node_api_proxy_tls_key": "/etc/ssl/exo.key"},
+     {"port": 52515, "listen": "[::]:52515 ipv6only=off", "cors_origins": [], "tls": True}),
+])
+def test_the_filter_reads_the_checked_settings(probed, changes, expected):
+    instances = ok(probed["one"], **ON)["instances"]
+    site = node_proxy(instances, dict(NODE_SETTINGS, **dict(ON, **changes)))
+    found = {"port": site["servers"][0]["port"], "listen": site["servers"][0]["listen"],
+             "cors_origins": site["cors_origins"], "tls": site["tls"]}
+    assert found == expected and site["token_keys"] == [proxy.token_key(TOKEN)]
+
+
+def test_the_filter_refuses_settings_the_role_refuses_without_showing_a_token(probed):
+    instances = ok(probed["one"], **ON)["instances"]
+    with pytest.raises(AnsibleFilterError, match="node_proxy: the settings are refused: exo_node_api_proxy_tokens") as raised:
+        node_proxy(instances, dict(NODE_SETTINGS, exo_node_api_proxy=True, exo_node_api_proxy_tokens=["s3cr3t"]))
+    assert "s3cr3t" not in str(raised.value)
