@@ -114,3 +114,15 @@ def test_exo_host_inspect_example_on_this_machine(tmp_path):
         ["modprobe", "-n", "wireguard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False).returncode == 0
     assert ('"msg": "%s; exo\'s virtualenv %s; WireGuard %s; systemctl found; root\'s uid 0; %d instances configured"'
             % (version, venv, "in the kernel" if kernel else "in userspace", configured)) in shown, shown[:2000]
+
+
+def test_node_settings_example_takes_good_variables_and_stops_on_a_misspelt_one(tmp_path):
+    # The variables whose defaults are templates only the role fills in are given, as a play gives them.
+    given = {"exo_node_id_prefix": "gpu7", "exo_node_address": "10.0.0.11", "exo_node_cluster_hosts": ["localhost"]}
+    play = tasks_play(examples("filter", "node_settings"))
+    good = playbook(str(tmp_path), play, local(**given))
+    assert recap(good, "localhost")["failed"] == 0, good.stdout[-4000:]
+    bad = playbook(str(tmp_path), play, local(exo_node_gpu=[0], **given))
+    assert recap(bad, "localhost")["failed"] == 1
+    assert "host localhost: exo_node_gpu is not a variable of this role (did you mean exo_node_gpus?)" in bad.stdout, \
+        bad.stdout[-4000:]
