@@ -167,9 +167,8 @@ def test_the_example_of_docs_node_md_is_taken_as_it_is_written(probed):
     assert given["exo_node_api_proxy_tokens"] == "{{ vault_exo_api_tokens }}"
     given["exo_node_api_proxy_tokens"] = [TOKEN]
     plan = ok(probed["two"], **given)
-    answer = front(plan["instances"], tokens=given["exo_node_api_proxy_tokens"],
-                   certificate=given["exo_node_api_proxy_tls_certificate"], key=given["exo_node_api_proxy_tls_key"],
-                   origins=given["exo_node_api_proxy_cors_origins"])
+    # As the role hands them over: the settings, which the filter checks and reads.
+    answer = node_proxy(plan["instances"], dict(NODE_SETTINGS, **given))
     assert answer["tls"] and answer["cors_origins"] == ["https://chat.example.net"]
     assert [s["port"] for s in answer["servers"]] == [52515, 52516]
 
