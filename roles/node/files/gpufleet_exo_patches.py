@@ -12,14 +12,15 @@ collection does not know) is left as exo ships it, and the process says so on st
 instance's journal). Every other import, in exo or in any other program of the virtualenv (pip, the
 device probe), goes on as before. Standard library only; nothing here may stop exo from starting.
 
-docs/node.md, "exo's view of its device", "A request whose ring breaks" and "Models without the
-internet", says what each patch changes and why.
+docs/node.md, "exo's view of its device", "A request whose ring breaks", "One request after another" and
+"Models without the internet" say what each patch changes and why.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import asyncio
 import contextvars
+import functools
 import hashlib
 import json
 import os
@@ -348,6 +349,52 @@ def patch_downloads(module):
         download_shard, fetch_file_list_with_retry, file_meta)
 
 
+def decode_step(model, x, start_pos, *cache):
+    """One decode step of exo's tinygrad model, its KV cache given as tensors of their own: TinyJit takes only
+    the tensors among its arguments as inputs, and swaps their buffers on every call."""
+    return model.forward_base(x, start_pos, cache=list(cache) or None)
+
+
+def patch_llama(module):
+    """exo's tinygrad models (Transformer, TransformerShard): a request's decode steps read and write its own KV
+    cache. exo hands the cache to the model's TinyJit as a list, which TinyJit does not look into: the JIT
+    captured on the first request's second decode step keeps that request's cache buffers, and every later
+    request's decode steps replay against them. A request after another one then answers from the other's
+    context: its first token (from the prompt's own pass, outside the JIT) is right, every token after it is not.
+    Patched, the JIT is given the cache's tensors one by one, as inputs that it swaps on every call."""
+    for model_class in (module.Transformer, module.TransformerShard):
+        exos_init = model_class.__init__
+
+        def __init__(self, *args, exos_init=exos_init, **kwargs):
+            exos_init(self, *args, **kwargs)
+            if self.forward_jit is not None:
+                self.forward_jit = module.TinyJit(functools.partial(decode_step, self))
+
+        def forward(self, x, start_pos, cache=None):
+            if x.shape[0:2] == (1, 1) and self.forward_jit is not None and start_pos != 0:
+                return self.forward_jit(x, module.Variable("start_pos", 1, self.max_context).bind(start_pos), *(cache or ()))
+            return self.forward_base(x, start_pos, cache=cache)
+
+        model_class.__init__, model_class.forward = __init__, forward
+
+
+def patch_tinygrad_engine(module):
+    """exo's tinygrad engine builds the model of a shard once per request that finds it not built yet: requests
+    that arrive together before the first answer each build it (a whole model's memory each, the first cause of
+    an instance killed for memory). Patched, one builds it and the others wait for it."""
+    engine_class = module.TinygradDynamicShardInferenceEngine
+    exos_ensure_shard = engine_class.ensure_shard
+
+    async def ensure_shard(self, shard):
+        if self.shard == shard:
+            return
+        loading = self.__dict__.setdefault("gpufleet_loading", asyncio.Lock())
+        async with loading:
+            return await exos_ensure_shard(self, shard)
+
+    engine_class.ensure_shard = ensure_shard
+
+
 # module -> ({sha256 of a source the patch was written against: the exo release it comes from}, patch)
 PATCHES = {
     "exo.topology.device_capabilities": (
@@ -357,6 +404,10 @@ PATCHES = {
     "exo.api.chatgpt_api": ({"ac7416fe37f509fbedddab63f2e7bea828e6ab372bd9e1e29fb98f0dd5332b8e": "exo e4238f9ef"}, patch_api),
     "exo.download.new_shard_download": (
         {"1542ed63c4fa687f62ae8d5376c1e7310cbb023d6b2721b52d6eaa001364094d": "exo e4238f9ef"}, patch_downloads),
+    "exo.inference.tinygrad.models.llama": (
+        {"f70a4f9555562b80adf3fccd9f9524d0f5d866aaf8db7b6bec5bd018c0c0a3e7": "exo e4238f9ef"}, patch_llama),
+    "exo.inference.tinygrad.inference": (
+        {"b8b5e83e2ecdab8c4f5335b88b5c1c9d42e739b97d9bcd21db2f670fe0cc272f": "exo e4238f9ef"}, patch_tinygrad_engine),
     "exo.inference.tokenizers": (
         {"e679c1407433535a1f298936a5045d8fc10c6c190d103d80ef0415e6588eda64": "exo e4238f9ef"}, patch_tokenizers),
 }
