@@ -14,7 +14,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import confinement, files, install, models, outcome, plan
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import cluster, cluster_names
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import cluster, cluster_names, ring_members
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.proxy import proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
@@ -37,7 +38,11 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
             facts = hostvars[name].get("ansible_facts") or {}
             others[name] = facts["exo_node_instances"] if "exo_node_instances" in facts else hostvars[name].get("exo_node_instances")
     peers, errors = cluster(host, instances, cluster_hosts, list(inventory_hosts), others, models)
-    return {"peers": peers, "addresses": confinement.ring_addresses(peers), "errors": errors}
+    # What the whole ring computes at once, for the topology file (each instance's patched exo keeps as many
+    # KV caches): the members published so far.
+    ring = ring_members(host, instances, cluster_names(cluster_hosts), others)
+    return {"peers": peers, "ring_requests_in_flight": capacity.ring_requests(ring),
+            "addresses": confinement.ring_addresses(peers), "errors": errors}
 
 
 def _checked(name, settings):

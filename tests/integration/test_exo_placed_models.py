@@ -18,7 +18,6 @@ import importlib.util
 import json
 import os
 import re
-import signal
 import subprocess
 import threading
 import time
@@ -30,8 +29,8 @@ import pytest
 
 
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_api as exo_api
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models
-from tests.helpers import REPO, free_ports
+from tests.helpers import REPO
+from tests.integration import exo_instance
 
 SPEC = importlib.util.spec_from_file_location("inference_bench", os.path.join(REPO, "benchmarks", "inference.py"))
 bench = importlib.util.module_from_spec(SPEC)
@@ -124,43 +123,9 @@ def listener():
 
 
 def start_exo(venv, tmp_path, hub, patched):
-    """One exo instance with the synthetic model placed (source "host"), its environment as the role writes it
-    for an instance whose models it placed, and HF_ENDPOINT at the listener; (process, API port, gRPC port, log)."""
-    store = bench.model_store(None)
-    home = str(tmp_path / "home")
-    bench.place(store, [home])
-    settings, errors = models.model_settings({"exo_node_models": [PLACED], "exo_node_model_source": "host",
-                                              "exo_node_model_store": store})
-    assert errors == []
-    grpc, api = free_ports(2)
-    topology = tmp_path / "topology.json"
-    topology.write_text(json.dumps({"peers": {"node0": {"address": "127.0.0.1", "port": grpc, "device_capabilities": {
-        "model": "cpu", "chip": "cpu", "memory": 16384, "flops": {"fp32": 0, "fp16": 0, "int8": 0}}}}}))
-    env = dict(os.environ, EXO_HOME=home, HOME=home, TMPDIR=home + "/tmp", PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="",
-               CLANG="1", HF_ENDPOINT=hub.url, **models.instance_env(settings))
-    env.pop("PYTHONPATH", None)
-    log = tmp_path / "exo.log"
-    with open(str(log), "w") as out:
-        process = subprocess.Popen(
-            [os.path.join(venv, "bin", "python"), "-c", RUN_EXO, "patched" if patched else "as-is"]
-            + ([os.path.join(REPO, "roles", "node", "files")] if patched else [])
-            + ["--node-id", "node0", "--node-host", "127.0.0.1", "--node-port", str(grpc), "--chatgpt-api-port", str(api),
-               "--discovery-module", "manual", "--discovery-config-path", str(topology), "--inference-engine", "tinygrad",
-               "--disable-tui", "--max-generate-tokens", "2", "--chatgpt-api-response-timeout", "900"],
-            stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    seen, dummy = exo_api.wait_for_ring([api], ["node0"], deadline=240)
-    assert not seen[0]["missing"] and not seen[0]["error"], (seen, log.read_text()[-3000:])
-    return process, api, grpc, log
-
-
-def stop(process):
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    """One exo instance with the synthetic model placed, HF_ENDPOINT at the listener; (process, API port, gRPC port, log)."""
+    command = [RUN_EXO, "patched", os.path.join(REPO, "roles", "node", "files")] if patched else [RUN_EXO, "as-is"]
+    return exo_instance.start(bench, venv, tmp_path, bench.model_store(None), hub.url, command)
 
 
 def post(api, path, body):
@@ -214,7 +179,7 @@ def test_a_model_that_was_not_placed_is_refused_and_never_looked_up(venv, tmp_pa
         assert "is not a source this collection knows" not in text, text[-3000:]
         assert listener.connections == [] and listener.requests == [], (listener.requests, text[-3000:])
     finally:
-        stop(process)
+        exo_instance.stop(process)
 
 
 def test_exo_as_it_ships_looks_the_model_up(venv, tmp_path, listener):
@@ -231,4 +196,4 @@ def test_exo_as_it_ships_looks_the_model_up(venv, tmp_path, listener):
         assert looked_up, (listener.requests, log.read_text()[-3000:])
         assert listener.connections
     finally:
-        stop(process)
+        exo_instance.stop(process)

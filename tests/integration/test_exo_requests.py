@@ -21,12 +21,21 @@ __metaclass__ = type
 import importlib.util
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models
 from tests.helpers import REPO
+from tests.integration import exo_instance
 
 SPEC = importlib.util.spec_from_file_location("inference_bench", os.path.join(REPO, "benchmarks", "inference.py"))
 bench = importlib.util.module_from_spec(SPEC)
@@ -34,7 +43,8 @@ SPEC.loader.exec_module(bench)
 SPEC = importlib.util.spec_from_file_location("synthetic_model", os.path.join(REPO, "scripts", "exo-synthetic-model.py"))
 synthetic = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(synthetic)
-# Shares exo's virtualenv under .build/exo-placed-models with test_exo_placed_models.py, on one worker.
+# With test_exo_wheelhouse.py and test_exo_placed_models.py, on one worker: the wheelhouse is built once, by
+# whichever needs it first, and exo's virtualenv under .build/exo-placed-models is shared.
 pytestmark = pytest.mark.xdist_group("exo-wheelhouse")
 WHEELHOUSE = os.path.join(REPO, ".build", "exo-wheelhouse", "wheelhouse")
 FILES = os.path.join(REPO, "roles", "node", "files")
@@ -123,10 +133,10 @@ def home(tmp_path_factory):
     return str(tmp_path_factory.mktemp("tinygrad-home"))
 
 
-def answers(venv, model, home, mode, layout, plan):
-    """The tokens of each request of plan, by turn, from one fresh process."""
+def answers(venv, model, home, mode, layout, plan, env=None):
+    """The tokens of each request of plan, by turn, from one fresh process (env: more of its environment)."""
     turns = [[[name, PROMPTS[name], count] for name, count in turn] for turn in plan]
-    env = dict(os.environ, HOME=home, CLANG="1", CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0")
+    env = dict(os.environ, HOME=home, CLANG="1", CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0", **(env or {}))
     env.pop("PYTHONPATH", None)
     proc = subprocess.run([os.path.join(venv, "bin", "python"), "-c", ENGINE, mode, FILES, model, json.dumps(TINY),
                            json.dumps(LAYOUTS[layout]), json.dumps(turns)], stdout=subprocess.PIPE,
@@ -158,6 +168,17 @@ def test_a_prompt_gets_the_same_answer_after_any_other_request(venv, model, home
     got = answers(venv, model, home, "patched", layout, plan)
     assert [turn.get("A") for turn in got[1::2]] == [fresh["A"]] * 4, got
     assert (got[0]["B"], got[2]["C"], got[4]) == (fresh["B"], fresh["C"], {"B": fresh["B"], "C": fresh["C"]}), got
+
+
+@pytest.mark.parametrize("admitted", [None, "3"])
+def test_three_requests_at_once_each_keep_their_cache_where_the_role_admits_three(venv, model, home, fresh, admitted):
+    """exo's engine keeps the KV caches of two requests: a third in flight evicts the oldest, which goes on from
+    an empty cache. Patched, it keeps as many as the ring admits (here the instance's own limit: no discovery file);
+    without a limit from the role, exo's two."""
+    env = {"GPUFLEET_EXO_REQUESTS_IN_FLIGHT": admitted} if admitted else {}
+    got = answers(venv, model, home, "patched", "single", [[("A", TOKENS), ("B", TOKENS), ("C", TOKENS)]], env)[0]
+    expected = {"A": fresh["A"], "B": fresh["B"], "C": fresh["C"]}
+    assert (got == expected) == bool(admitted), (got, expected)
 
 
 def test_the_patch_leaves_a_fresh_answer_as_it_was(venv, model, home, fresh):
@@ -211,3 +232,156 @@ def test_requests_that_arrive_together_build_the_model_once(venv, model, home, m
                           check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.splitlines()[-1]) == {"builds": builds, "built": True}
+
+
+# The gate: exo's API with the limits the node role gives an instance, serving llama-3.2-1b placed as the role
+# places it, at the small size above (exo's tokenizer's vocabulary, so that the ids the synthetic tokenizer
+# gives are the model's): exo's "1B" parameter set is replaced in the instance's process, and nothing else.
+TINY_1B = dict(TINY, vocab_size=synthetic.PARAMETER_SETS["1B"]["vocab_size"])
+RUN_EXO = r"""
+import json, sys
+sys.path.insert(0, sys.argv.pop(1))
+import gpufleet_exo_patches
+gpufleet_exo_patches.install()
+from exo.inference.tinygrad import inference
+inference.MODEL_PARAMS["1B"] = {"args": json.loads(sys.argv.pop(1)), "files": 1}
+from exo.main import run
+run()
+"""
+MODEL = exo_instance.MODEL
+with open(os.path.join(REPO, "docs", "node.md")) as _handle:
+    _SECTION = _handle.read().split("## Many requests at once", 1)[1]
+# The refusal docs/node.md shows, verbatim.
+REFUSAL = re.search(r"```json\n(.*?)\n *```", _SECTION, re.S).group(1).strip()
+# An instance computes one chat completion at a time and keeps two waiting (exo_node_requests_in_flight,
+# exo_node_request_queue). Each answer is 8 tokens, about 6 s here, most of it exo's API loading the
+# tokenizer again for every request.
+IN_FLIGHT, QUEUE, ANSWER_TOKENS = 1, 2, 8
+
+
+def question(number):
+    """A prompt of the same length for every number below 10: the prompt's pass compiles its kernels once."""
+    return "Question %d: what is %d times %d?" % (number, number, number + 1)
+
+
+@pytest.fixture(scope="module")
+def tiny_store(tmp_path_factory):
+    store = str(tmp_path_factory.mktemp("tiny-store"))
+    original = synthetic.PARAMETER_SETS
+    synthetic.PARAMETER_SETS = dict(original, **{"1B": TINY_1B})
+    try:
+        synthetic.write_model(os.path.join(store, models.MODEL_REPOS[MODEL]), MODEL, seed=0, dtype="bf16")
+    finally:
+        synthetic.PARAMETER_SETS = original
+    return store
+
+
+@pytest.fixture(scope="module")
+def gated(venv, tiny_store, tmp_path_factory):
+    """One patched exo instance with the gate's limits in its environment; (API port, log path)."""
+    process, api, dummy, log = exo_instance.start(
+        bench, venv, tmp_path_factory.mktemp("gated"), tiny_store, bench.NO_HUB, [RUN_EXO, FILES, json.dumps(TINY_1B)],
+        {"GPUFLEET_EXO_REQUESTS_IN_FLIGHT": str(IN_FLIGHT), "GPUFLEET_EXO_REQUEST_QUEUE": str(QUEUE)}, ANSWER_TOKENS)
+    try:
+        yield api, log
+    finally:
+        exo_instance.stop(process)
+
+
+def completion(api, prompt):
+    """{"status", "retry_after", "body" or the streamed answer's "chunks", "started", "first", "ended"}."""
+    started = time.monotonic()
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
+                       "stream": True}).encode()
+    request = urllib.request.Request("http://127.0.0.1:%d/v1/chat/completions" % api, data=body,
+                                     headers={"Content-Type": "application/json"})
+    result = {"started": started, "first": None, "chunks": []}
+    try:
+        with urllib.request.urlopen(request, timeout=300) as response:
+            result["status"] = response.status
+            for raw in response:
+                line = raw.decode().strip()
+                if line.startswith("data:") and line != "data: [DONE]":
+                    for choice in json.loads(line[5:]).get("choices") or []:
+                        if (choice.get("delta") or {}).get("content"):
+                            result["first"] = result["first"] or time.monotonic()
+                            result["chunks"].append(choice["delta"]["content"])
+    except urllib.error.HTTPError as problem:
+        result.update(status=problem.code, retry_after=problem.headers.get("Retry-After"), body=json.loads(problem.read()))
+    result["ended"] = time.monotonic()
+    return result
+
+
+def metrics(api):
+    """{(name, outcome or ""): value} of the instance's /metrics, read by Prometheus's own parser."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % api, timeout=30) as response:
+        text = response.read().decode()
+    return dict(((sample.name, sample.labels.get("outcome", sample.labels.get("le", ""))), sample.value)
+                for family in text_string_to_metric_families(text) for sample in family.samples)
+
+
+def test_clients_past_the_queue_are_refused_at_once_and_the_others_answered_in_order(gated):
+    api, log = gated
+    prompts = [question(n) for n in range(6)]
+    admitted = IN_FLIGHT + QUEUE
+    alone = [completion(api, prompt) for prompt in prompts[:admitted]]  # the first also loads the model and compiles
+    assert [a["status"] for a in alone] == [200] * admitted and all(a["chunks"] for a in alone), alone
+    results = [None] * len(prompts)
+
+    def client(number):
+        results[number] = completion(api, prompts[number])
+
+    threads = []
+    for number in range(len(prompts)):  # one after another, 0.1 s apart: the arrival order is theirs
+        threads.append(threading.Thread(target=client, args=(number,)))
+        threads[-1].start()
+        time.sleep(0.1)
+    for thread in threads:
+        thread.join(timeout=300)
+    assert [r["status"] for r in results] == [200] * admitted + [429] * (len(prompts) - admitted), results
+    for number, result in enumerate(results[:admitted]):
+        assert result["chunks"] == alone[number]["chunks"], (number, result["chunks"], alone[number]["chunks"])
+    # In arrival order: each admitted answer's first token after the one before it ended.
+    assert all(results[n]["first"] > results[n - 1]["ended"] for n in range(1, admitted)), results
+    for result in results[admitted:]:
+        assert result["ended"] - result["started"] < 2, result
+        # docs/node.md's refusal, with this instance's figure.
+        documented = json.loads(REFUSAL.replace("12 s", "%s s" % result["retry_after"]))
+        assert int(result["retry_after"]) >= 1 and result["body"] == documented, result
+    seen = metrics(api)
+    assert seen[("gpufleet_exo_requests_total", "answered")] == len(alone) + admitted
+    assert seen[("gpufleet_exo_requests_total", "refused")] == len(prompts) - admitted
+    assert (seen[("gpufleet_exo_requests_in_flight", "")], seen[("gpufleet_exo_requests_queued", "")]) == (0, 0)
+    assert (seen[("gpufleet_exo_requests_limit", "")], seen[("gpufleet_exo_requests_queue_limit", "")]) == (IN_FLIGHT, QUEUE)
+    assert seen[("gpufleet_exo_first_token_seconds_count", "")] == len(alone) + admitted
+
+
+def test_a_client_that_leaves_the_queue_frees_its_place(gated):
+    api, log = gated
+    before = metrics(api)
+    running = threading.Thread(target=completion, args=(api, question(6)))
+    running.start()
+    time.sleep(0.3)
+    # A client that sends its request, then closes its connection while the request waits.
+    body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": question(7)}], "stream": True}).encode()
+    with socket.create_connection(("127.0.0.1", api), timeout=30) as leaving:
+        leaving.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        time.sleep(0.3)
+    # Two others after it: both find a place in the queue, which holds two only once the first left.
+    after_leaving = [None, None]
+
+    def client(number):
+        after_leaving[number] = completion(api, question(8 + number))
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(2)]
+    time.sleep(1)
+    for thread in threads:
+        thread.start()
+        time.sleep(0.1)
+    for thread in threads + [running]:
+        thread.join(timeout=300)
+    assert [a["status"] for a in after_leaving] == [200, 200], after_leaving
+    seen = metrics(api)
+    assert seen[("gpufleet_exo_requests_total", "left")] == before[("gpufleet_exo_requests_total", "left")] + 1
+    assert seen[("gpufleet_exo_requests_total", "refused")] == before[("gpufleet_exo_requests_total", "refused")]

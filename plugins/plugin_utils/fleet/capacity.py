@@ -175,8 +175,9 @@ def assignment(nodes, n_layers):
 
 # ---- what a node needs ----------------------------------------------------------------------------
 
-def share_bytes(p, n_layers_held, is_first, is_last, dtype_bytes):
-    """Bytes a node needs for n_layers_held layers of parameter set p (every layer of a set is the same size)."""
+def share_bytes(p, n_layers_held, is_first, is_last, dtype_bytes, states=PROMPT_STATES):
+    """Bytes a node needs for n_layers_held layers of parameter set p (every layer of a set is the same size), with
+    the KV caches of states requests."""
     head_dim = p["dim"] // p["n_heads"]
     embedding = p["vocab_size"] * p["dim"]
     parameters = n_layers_held * layer_parameters(p)
@@ -186,7 +187,7 @@ def share_bytes(p, n_layers_held, is_first, is_last, dtype_bytes):
         parameters += embedding
     if is_last:
         parameters += p["dim"]
-    kv_cache = n_layers_held * PROMPT_STATES * 2 * MAX_CONTEXT * p["n_kv_heads"] * head_dim
+    kv_cache = n_layers_held * states * 2 * MAX_CONTEXT * p["n_kv_heads"] * head_dim
     return (parameters + kv_cache) * dtype_bytes
 
 
@@ -194,8 +195,9 @@ def _mib(value):
     return int(round(value / MIB))
 
 
-def serve(model, nodes, headroom=HEADROOM):
-    """Whether exo's ring over nodes serves model (a row of model_sizes()).
+def serve(model, nodes, headroom=HEADROOM, states=PROMPT_STATES):
+    """Whether exo's ring over nodes serves model (a row of model_sizes()), each node keeping the KV caches of
+    states requests.
 
     nodes: [{"node_id", "memory_mib", "dtype_bytes", ...}]; the other keys are kept in the shares.
     """
@@ -213,7 +215,7 @@ def serve(model, nodes, headroom=HEADROOM):
             unassigned.append(node_id)
         else:
             first, last = held
-            need = _mib(share_bytes(p, last - first + 1, first == 0, last == layers - 1, node["dtype_bytes"]))
+            need = _mib(share_bytes(p, last - first + 1, first == 0, last == layers - 1, node["dtype_bytes"], states))
             share.update(start_layer=first, end_layer=last, layers=last - first + 1, need_mib=need,
                          fits=need <= usable)
             if not share["fits"]:
@@ -358,7 +360,7 @@ def ring(model_id, members, headroom=HEADROOM):
     if model is None:
         return None
     nodes = [node(host, instance) for host, instances in sorted(members.items()) for instance in instances or []]
-    verdict = serve(model, nodes, check_headroom(headroom))
+    verdict = serve(model, nodes, check_headroom(headroom), ring_states(members))
     verdict["missing"] = _missing(verdict, [], None)
     verdict["summary"] = ["%s: %s, %d MiB needed of %d MiB usable%s" % (
         s["node_id"], "layers %d-%d" % (s["start_layer"], s["end_layer"]) if s["start_layer"] is not None else "no layer",
@@ -366,6 +368,18 @@ def ring(model_id, members, headroom=HEADROOM):
         for s in verdict["shares"]]
     verdict["why"] = "; ".join(verdict["missing"] + ["each instance: " + "; ".join(verdict["summary"])])
     return verdict
+
+
+def ring_requests(members):
+    """What a ring computes at once: the sum of its instances' requests_in_flight (each instance's API is an entry
+    that admits as many), an instance published without one counting as 1."""
+    return sum(instance.get("requests_in_flight", 1) for instances in members.values() for instance in instances or [])
+
+
+def ring_states(members):
+    """The KV caches each member keeps: one per request the ring computes at once, never fewer than exo's own
+    (the node role's patch of exo keeps them so, roles/node/files/gpufleet_exo_patches.py)."""
+    return max(PROMPT_STATES, ring_requests(members))
 
 
 def check_headroom(headroom):

@@ -48,10 +48,15 @@ def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=()):
     for node_id, hosts in sorted(clashes.items()):
         errors.append("host %s: node id %s is also used by %s; give each host its own exo_node_id_prefix (now %s)"
                       % (host, node_id, ", ".join(hosts), node_id[:-len(mine[node_id]["name"]) - 1]))
-    ring = dict((name, instances if name == host else others.get(name)) for name in list(names) + [host])
+    ring = ring_members(host, instances, names, others)
     if not unknown and all(members is not None for members in ring.values()):
         errors.extend(unfit(host, ring, models))
     return peers, errors
+
+
+def ring_members(host, instances, names, others):
+    """{host: its instances} of the ring: host's own, and those the others published (None: not known yet)."""
+    return dict((name, instances if name == host else others.get(name)) for name in list(names) + [host])
 
 
 def unfit(host, ring, models):

@@ -67,7 +67,10 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
     home = "%s/%s" % (settings["exo_node_data_dir"], "shared" if settings["exo_node_shared_home"] else candidate["name"])
     # exo caches Hugging Face's answers under the temporary directory, which PrivateTmp= empties at
     # every start: in EXO_HOME they last, and the model placement's answers wait there (models.py).
-    env = {"EXO_HOME": home, "HOME": home, "TMPDIR": home + "/tmp", "PYTHONUNBUFFERED": "1"}
+    env = {"EXO_HOME": home, "HOME": home, "TMPDIR": home + "/tmp", "PYTHONUNBUFFERED": "1",
+           # The API's admission (the role's patch of exo, docs/node.md, "Many requests at once").
+           "GPUFLEET_EXO_REQUESTS_IN_FLIGHT": str(settings["exo_node_requests_in_flight"]),
+           "GPUFLEET_EXO_REQUEST_QUEUE": str(settings["exo_node_request_queue"])}
     env.update(models.instance_env(settings))
     devices, cpu_list, numa_node = [], None, None
     gpu = candidate["gpu"]
@@ -148,6 +151,7 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
         "cpu_list": cpu_list,
         "numa_node": numa_node,
         "capabilities": capabilities,
+        "requests_in_flight": settings["exo_node_requests_in_flight"],
     }
     return instance, errors, warnings
 

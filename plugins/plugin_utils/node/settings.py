@@ -75,6 +75,8 @@ RULES = {
     "exo_node_discovery_timeout": {"range": (0, 86400)},
     "exo_node_wait_for_peers": {"range": (0, 10000)},
     "exo_node_ring_timeout": {"range": (0, 86400)},
+    "exo_node_requests_in_flight": {"range": (1, 64)},
+    "exo_node_request_queue": {"range": (0, 4096)},
     "exo_node_install_dir": UNIT_PATH,
     "exo_node_config_dir": UNIT_PATH,
     "exo_node_data_dir": UNIT_PATH,
@@ -147,6 +149,8 @@ OWNED_ENV = {
     "TMPDIR": "exo_node_data_dir",
     "EXO_NODE_ARGS": "exo_node_extra_args",
     "GPUFLEET_EXO_PLACED_MODELS": "exo_node_models",
+    "GPUFLEET_EXO_REQUESTS_IN_FLIGHT": "exo_node_requests_in_flight",
+    "GPUFLEET_EXO_REQUEST_QUEUE": "exo_node_request_queue",
 }
 # The account comment the role gives the service user; an account without it is not the role's.
 ACCOUNT_COMMENT = "exo nodes"

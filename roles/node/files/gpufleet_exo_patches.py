@@ -19,12 +19,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import asyncio
+import collections
 import contextvars
 import functools
 import hashlib
 import json
+import math
 import os
 import sys
+import time
 import weakref
 
 PREFIX = "gpufleet.exo: "
@@ -133,9 +136,11 @@ def patch_node(module):
         return changed
 
     async def process_prompt(self, base_shard, prompt, request_id=None, *args, **kwargs):
-        waiter = WAITER.get()
+        waiter, ticket = WAITER.get(), TICKET.get()
         if waiter is not None and request_id is not None:
             ring_watch(self).requests[request_id] = waiter
+        if ticket is not None and request_id is not None:
+            ticket.request_id = request_id
         return await exos_process_prompt(self, base_shard, prompt, request_id, *args, **kwargs)
 
     def forwarding(exos_forward):
@@ -309,8 +314,252 @@ def patch_api_models(module):
         setattr(api_class, name, refusing(getattr(api_class, name), falls_back))
 
 
+# The node role's limits of an instance's API (exo_node_requests_in_flight, exo_node_request_queue): chat
+# completions it computes at once, and those it keeps waiting in arrival order; unset, exo admits every request
+# as it ships.
+REQUESTS_ENV, QUEUE_ENV = "GPUFLEET_EXO_REQUESTS_IN_FLIGHT", "GPUFLEET_EXO_REQUEST_QUEUE"
+# The key of the manual discovery file where the role writes what the whole ring computes at once: the sum of
+# its instances' exo_node_requests_in_flight, each instance's API being an entry.
+RING_REQUESTS_KEY = "ring_requests_in_flight"
+# What a refused client is told to wait before any request has been answered here, in seconds.
+FIRST_RETRY_AFTER = 10
+# The time to first token's histogram, in seconds.
+FIRST_TOKEN_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
+# (name, type, help): what /metrics says of the instance's requests (docs/node.md, "Many requests at once").
+REQUEST_METRICS = (
+    ("gpufleet_exo_requests_in_flight", "gauge", "chat completions this instance's API is computing"),
+    ("gpufleet_exo_requests_queued", "gauge", "chat completions waiting for a place, in arrival order"),
+    ("gpufleet_exo_requests_limit", "gauge", "chat completions the instance's API computes at once"),
+    ("gpufleet_exo_requests_queue_limit", "gauge", "chat completions it keeps waiting; past them, 429"),
+    ("gpufleet_exo_requests_total", "counter", "chat completions that ended, by outcome: answered, failed "
+                                               "(an error status or a broken stream), refused (429), left "
+                                               "(the client went away while it waited)"),
+    ("gpufleet_exo_first_token_seconds", "histogram", "from a request's arrival to its first token"),
+)
+OUTCOMES = ("answered", "failed", "refused", "left")
+
+
+def limit_of(name):
+    """A positive integer from the environment variable name, or None where it is unset or not one."""
+    try:
+        value = int(os.environ.get(name, ""))
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def ring_requests(argv):
+    """How many requests the ring computes at once, by the discovery file (read again each time: exo reads a new
+    peer from it without a restart), else this instance's own limit; None without either."""
+    path = flag(argv, "--discovery-config-path")
+    if flag(argv, "--discovery-module") == "manual" and path:
+        try:
+            with open(path) as handle:
+                value = json.load(handle).get(RING_REQUESTS_KEY)
+            if isinstance(value, int) and value > 0:
+                return value
+        except (OSError, ValueError, AttributeError):
+            pass
+    return limit_of(REQUESTS_ENV)
+
+
+class Ticket(object):
+    """One chat completion's place at the gate: when it came, its exo request id, whether exo finished it."""
+
+    def __init__(self):
+        self.arrived = time.monotonic()
+        self.request_id = None
+        self.first_token = None
+        self.finished = asyncio.Event()
+
+
+class QueueFull(Exception):
+    def __init__(self, retry_after):
+        Exception.__init__(self, retry_after)
+        self.retry_after = retry_after
+
+
+class Gate(object):
+    """An instance's admission: at most `limit` chat completions computing, at most `queue` waiting, each let in
+    in arrival order; past that a request is refused at once. A place is given back when exo has finished the
+    request (its last token), not when the client leaves: exo goes on computing a request whose client left."""
+
+    def __init__(self, limit, queue):
+        self.limit, self.queue = limit, queue
+        self.running = {}  # exo request id or a placeholder -> ticket
+        self.waiting = collections.deque()  # (ticket, future), in arrival order
+        self.outcomes = dict((outcome, 0) for outcome in OUTCOMES)
+        self.first_tokens = [0] * (len(FIRST_TOKEN_BUCKETS) + 1)
+        self.first_token_sum = 0.0
+        self.durations = collections.deque(maxlen=16)
+
+    def retry_after(self):
+        """Seconds until a place is likely free: the mean of the last answers' times, for every request ahead."""
+        mean = sum(self.durations) / len(self.durations) if self.durations else FIRST_RETRY_AFTER
+        return max(1, int(math.ceil(mean * (len(self.waiting) + 1) / self.limit)))
+
+    async def enter(self, request):
+        """A ticket once the request has a place; QueueFull where none is left; None where the client left."""
+        ticket = Ticket()
+        if len(self.running) < self.limit and not self.waiting:
+            self.running[id(ticket)] = ticket
+            return ticket
+        if len(self.waiting) >= self.queue:
+            self.outcomes["refused"] += 1
+            raise QueueFull(self.retry_after())
+        place = asyncio.get_running_loop().create_future()
+        self.waiting.append((ticket, place))
+        try:
+            # aiohttp does not end a handler whose client went away: look at the connection while waiting.
+            while not place.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(place), timeout=0.5)
+                except asyncio.TimeoutError:
+                    if request.transport is None or request.transport.is_closing():
+                        break
+        except BaseException:  # exo's own timeout (its middleware) ended the request while it waited
+            self.abandon(ticket, place)
+            raise
+        if place.done():
+            return ticket
+        self.abandon(ticket, place)
+        self.outcomes["left"] += 1
+        return None
+
+    def abandon(self, ticket, place):
+        """A waiting request gone: out of the queue, or, where a place came to it meanwhile, that place given back."""
+        if (ticket, place) in self.waiting:
+            self.waiting.remove((ticket, place))
+        else:
+            self.give_back(ticket)
+
+    def leave(self, ticket, outcome):
+        """The ticket's request ended for its client; its place waits for exo to finish it."""
+        self.outcomes[outcome] += 1
+        self.durations.append(time.monotonic() - ticket.arrived)
+        if ticket.request_id is None or ticket.finished.is_set():
+            self.give_back(ticket)
+
+    def give_back(self, ticket):
+        for key in [k for k, t in self.running.items() if t is ticket]:
+            del self.running[key]
+            if self.waiting:
+                waiting, place = self.waiting.popleft()
+                self.running[id(waiting)] = waiting
+                place.set_result(None)
+
+    def on_token(self, request_id, tokens, is_finished):
+        """exo's node's on_token: a request's first token, and its end."""
+        for key, ticket in list(self.running.items()):
+            if ticket.request_id != request_id:
+                continue
+            if ticket.first_token is None:
+                ticket.first_token = time.monotonic() - ticket.arrived
+                self.first_token_sum += ticket.first_token
+                bucket = len([b for b in FIRST_TOKEN_BUCKETS if ticket.first_token > b])
+                self.first_tokens[bucket] += 1
+            if is_finished:
+                ticket.finished.set()
+
+    def metrics(self, node_id):
+        """The Prometheus text of REQUEST_METRICS, labelled with the instance's node id."""
+        node = 'node_id="%s"' % node_id.replace("\\", "\\\\").replace('"', '\\"')
+        values = {"gpufleet_exo_requests_in_flight": ["{%s} %d" % (node, len(self.running))],
+                  "gpufleet_exo_requests_queued": ["{%s} %d" % (node, len(self.waiting))],
+                  "gpufleet_exo_requests_limit": ["{%s} %d" % (node, self.limit)],
+                  "gpufleet_exo_requests_queue_limit": ["{%s} %d" % (node, self.queue)],
+                  "gpufleet_exo_requests_total": ['{%s,outcome="%s"} %d' % (node, o, self.outcomes[o]) for o in OUTCOMES]}
+        buckets, count = [], 0
+        for bound, number in zip([str(b) for b in FIRST_TOKEN_BUCKETS] + ["+Inf"], self.first_tokens):
+            count += number
+            buckets.append('_bucket{%s,le="%s"} %d' % (node, bound, count))
+        values["gpufleet_exo_first_token_seconds"] = buckets + ["_sum{%s} %.3f" % (node, self.first_token_sum),
+                                                                "_count{%s} %d" % (node, count)]
+        lines = []
+        for name, kind, help_text in REQUEST_METRICS:
+            lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s %s" % (name, kind)]
+            lines += [name + value for value in values[name]]
+        return "\n".join(lines) + "\n"
+
+
+GATES = weakref.WeakKeyDictionary()
+# The ticket of the API request whose task runs, for Node.process_prompt to give it exo's request id.
+TICKET = contextvars.ContextVar("gpufleet_exo_ticket", default=None)
+
+
+def gate_of(api):
+    """The gate of an instance's API, made on its first request from the role's limits; None without them."""
+    if api not in GATES:
+        limit, queue = limit_of(REQUESTS_ENV), limit_of(QUEUE_ENV)
+        GATES[api] = Gate(limit, queue or 0) if limit else None
+        if limit:
+            api.node.on_token.register("gpufleet-exo-gate").on_next(GATES[api].on_token)
+    return GATES[api]
+
+
+def refused(web, retry_after):
+    """HTTP 429 in OpenAI's error form, with Retry-After."""
+    message = ("this instance is computing and queueing all the requests it admits; retry in %d s" % retry_after)
+    return web.json_response({"error": {"message": message, "type": "requests", "param": None,
+                                        "code": "rate_limit_exceeded"}}, status=429,
+                             headers={"Retry-After": str(retry_after)})
+
+
+def patch_api_gate(module):
+    """ChatGPTAPI: chat completions are admitted as the role's limits say (Gate), and /metrics says how many are
+    in flight, waiting, refused and answered, and their time to first token."""
+    api_class, web = module.ChatGPTAPI, module.web
+    exos_init, exos_handler = api_class.__init__, api_class.handle_post_chat_completions
+
+    def __init__(self, *args, **kwargs):
+        exos_init(self, *args, **kwargs)
+        self.app.router.add_get("/metrics", self.gpufleet_metrics)
+
+    async def gpufleet_metrics(self, request):
+        gate = gate_of(self)
+        text = gate.metrics(self.node.id) if gate is not None else ""
+        return web.Response(text=text, content_type="text/plain", charset="utf-8",
+                            headers={"Cache-Control": "no-store"})
+
+    async def handle_post_chat_completions(self, request):
+        gate = gate_of(self)
+        if gate is None:
+            return await exos_handler(self, request)
+        try:
+            ticket = await gate.enter(request)
+        except QueueFull as full:
+            return refused(web, full.retry_after)
+        if ticket is None:  # its client went away while it waited
+            return web.Response(status=499)
+        token = TICKET.set(ticket)
+        outcome = "failed"
+        try:
+            response = await exos_handler(self, request)
+            outcome = "answered" if response.status < 400 else "failed"
+            return response
+        finally:
+            TICKET.reset(token)
+            gate.leave(ticket, outcome)
+            if ticket.request_id is not None and not ticket.finished.is_set():
+                asyncio.ensure_future(give_back_when_finished(gate, ticket, self.response_timeout))
+
+    api_class.__init__, api_class.gpufleet_metrics = __init__, gpufleet_metrics
+    api_class.handle_post_chat_completions = handle_post_chat_completions
+
+
+async def give_back_when_finished(gate, ticket, timeout):
+    """A request whose client left (or whose stream broke) holds its place until exo finishes it, at most timeout."""
+    try:
+        await asyncio.wait_for(ticket.finished.wait(), timeout)
+    except asyncio.TimeoutError:
+        say("a request's place was given back after %d s without its last token (exo request %s)"
+            % (timeout, ticket.request_id))
+    gate.give_back(ticket)
+
+
 def patch_api(module):
     patch_chatgpt_api(module)
+    patch_api_gate(module)
     patch_api_models(module)
 
 
@@ -381,9 +630,13 @@ def patch_llama(module):
 def patch_tinygrad_engine(module):
     """exo's tinygrad engine builds the model of a shard once per request that finds it not built yet: requests
     that arrive together before the first answer each build it (a whole model's memory each, the first cause of
-    an instance killed for memory). Patched, one builds it and the others wait for it."""
+    an instance killed for memory). Patched, one builds it and the others wait for it. And it keeps the KV caches
+    of 2 requests, dropping the oldest for a third, which then goes on from an empty cache: patched, it keeps
+    as many as the role lets into the ring at once (ring_requests())."""
     engine_class = module.TinygradDynamicShardInferenceEngine
     exos_ensure_shard = engine_class.ensure_shard
+
+    exos_poll_state = engine_class.poll_state
 
     async def ensure_shard(self, shard):
         if self.shard == shard:
@@ -392,7 +645,12 @@ def patch_tinygrad_engine(module):
         async with loading:
             return await exos_ensure_shard(self, shard)
 
-    engine_class.ensure_shard = ensure_shard
+    def poll_state(self, x, request_id, max_states=2):
+        if request_id not in self.states:  # a new request: the ring may have grown since the last
+            self.gpufleet_states = max(max_states, ring_requests(sys.argv[1:]) or 0)
+        return exos_poll_state(self, x, request_id, max_states=getattr(self, "gpufleet_states", max_states))
+
+    engine_class.ensure_shard, engine_class.poll_state = ensure_shard, poll_state
 
 
 # module -> ({sha256 of a source the patch was written against: the exo release it comes from}, patch)

@@ -69,3 +69,27 @@ def test_the_filter_reads_each_hosts_published_instances():
 def test_a_bad_headroom_is_named():
     with pytest.raises(AnsibleFilterError, match="ring_capacity: the headroom is 2; it must be a fraction from 0.0 to 0.9"):
         FilterModule().filters()["ring_capacity"]("llama-3.2-1b", ["a"], {"a": {}}, headroom=2)
+
+
+def admitting(instance, requests):
+    return dict(instance, requests_in_flight=requests)
+
+
+@pytest.mark.parametrize("members, requests, states", [
+    # Instances published before the node role admitted requests count one each; exo keeps two caches at least.
+    ({"a": [cpu("a", 23900)]}, 1, 2),
+    ({"a": [admitting(cpu("a", 23900), 1)], "b": [admitting(cpu("b", 23900), 1)], "c": None}, 2, 2),
+    # Every instance's API is an entry: the ring computes the sum of their limits at once.
+    ({"a": [admitting(gpu("a", 0, 3400), 2), admitting(gpu("a", 1, 3400), 2)], "b": [admitting(cpu("b", 8192), 3)]}, 7, 7),
+])
+def test_a_ring_computes_the_sum_of_its_entries_limits_at_once(members, requests, states):
+    assert (capacity.ring_requests(members), capacity.ring_states(members)) == (requests, states)
+
+
+def test_the_memory_check_counts_a_cache_for_every_request_the_ring_computes_at_once():
+    # 1B on a 3400 MiB GPU: weights and exo's two caches (256 MiB each in float16) fit in the 3060 MiB usable;
+    # four requests at once need two caches more.
+    assert capacity.ring("llama-3.2-1b", {"a": [admitting(gpu("a", 0, 3400), 2)]})["serves"] is True
+    verdict = capacity.ring("llama-3.2-1b", {"a": [admitting(gpu("a", 0, 3400), 4)]})
+    assert verdict["serves"] is False and verdict["summary"] == [
+        "a-gpu0: layers 0-15, 3381 MiB needed of 3060 MiB usable (321 MiB short)"], verdict

@@ -24,7 +24,7 @@ from tests.helpers import recorded_facts
 C1, C3 = "amd-0000-c1-00.0", "amd-0000-c3-00.0"
 H100 = "GPU-9b7c0000-1111-2222-3333-444455556666"
 # What every instance's environment holds besides the GPU's variables.
-BASE = ("EXO_HOME", "HOME", "TMPDIR", "PYTHONUNBUFFERED")
+BASE = ("EXO_HOME", "HOME", "TMPDIR", "PYTHONUNBUFFERED", "GPUFLEET_EXO_REQUESTS_IN_FLIGHT", "GPUFLEET_EXO_REQUEST_QUEUE")
 
 
 def selecting(instance):

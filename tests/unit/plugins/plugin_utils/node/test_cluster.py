@@ -44,6 +44,17 @@ def test_the_filter_reads_a_peer_published_as_a_fact_or_as_a_variable(probed):
     assert list(found["peers"]) == ["h-" + uuid(0)]
 
 
+def test_the_topology_says_what_the_ring_computes_at_once(probed):
+    """Each instance's API admits exo_node_requests_in_flight: the ring's members keep a KV cache for the sum."""
+    from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_cluster
+    mine = ok(probed["one"], exo_node_requests_in_flight=3)["instances"]
+    theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g")["instances"]
+    assert [i["requests_in_flight"] for i in mine + theirs] == [3] * len(mine) + [1] * len(theirs)
+    found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], {"h": {}, "g": {"ansible_facts": {"exo_node_instances": theirs}}})
+    assert found["ring_requests_in_flight"] == 3 * len(mine) + len(theirs)
+    assert node_cluster(mine, "h", ["h"], ["h"], {"h": {}})["ring_requests_in_flight"] == 3 * len(mine)
+
+
 def test_a_listed_model_the_ring_cannot_hold_is_refused_once_every_member_is_known(probed):
     """A GPU host's instances and a CPU host's: the 8B Llama at fp16 needs more than the ring has, the 1B fits;
     a member not planned yet (None) leaves the check for later; a model exo's engine has no size for passes."""

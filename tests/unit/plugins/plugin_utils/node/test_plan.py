@@ -203,6 +203,8 @@ def test_mig_minors_missing(probed):
     ("exo_node_discovery_timeout", -5, ["exo_node_discovery_timeout is -5"]),
     ("exo_node_wait_for_peers", -1, ["exo_node_wait_for_peers is -1"]),
     ("exo_node_max_exposure", 11, ["exo_node_max_exposure is 11; it must be from 0.0 to 10.0"]),
+    ("exo_node_requests_in_flight", 0, ["exo_node_requests_in_flight is 0; it must be from 1 to 64"]),
+    ("exo_node_request_queue", "x", ["exo_node_request_queue is \"x\", not a whole number; give one such as 8"]),
     ("exo_node_discovery", "mdns", ["exo_node_discovery is \"mdns\"; choose one of \"manual\", \"udp\""]),
     ("exo_node_id_prefix", "gpu 01", ["exo_node_id_prefix is \"gpu 01\""]),
     ("exo_node_data_dir", "var/lib/exo", ["exo_node_data_dir is \"var/lib/exo\"; give an absolute path"]),
