@@ -80,6 +80,8 @@ run_integration() {
   # (test_tinygrad_backends.py, test_node_plan_backends.py) skip without it. make site installs it
   # later (the node role's exo_node_cpu_packages), so a fresh machine skipped them and a second run did not.
   apt_install clang
+  # The collection's alert rules are checked and tested by Prometheus's own promtool (test_alert_rules.py).
+  apt_install promtool:prometheus
   # On both cores: most tests wait on child processes (ansible-playbook, sshd, exo). A file's tests stay
   # on one worker, the longest files start first, and files that share something run together
   # (tests/conftest.py, the xdist_group marks).

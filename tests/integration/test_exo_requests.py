@@ -354,6 +354,9 @@ def test_clients_past_the_queue_are_refused_at_once_and_the_others_answered_in_o
     assert (seen[("gpufleet_exo_requests_in_flight", "")], seen[("gpufleet_exo_requests_queued", "")]) == (0, 0)
     assert (seen[("gpufleet_exo_requests_limit", "")], seen[("gpufleet_exo_requests_queue_limit", "")]) == (IN_FLIGHT, QUEUE)
     assert seen[("gpufleet_exo_first_token_seconds_count", "")] == len(alone) + admitted
+    # The instance is its ring's only member, as its discovery file lists.
+    assert (seen[("gpufleet_exo_ring_members", "")], seen[("gpufleet_exo_ring_members_expected", "")]) == (1, 1)
+    assert 0 < time.time() - seen[("gpufleet_exo_instance_started_seconds", "")] < 3600
 
 
 def test_a_client_that_leaves_the_queue_frees_its_place(gated):

@@ -325,7 +325,13 @@ RING_REQUESTS_KEY = "ring_requests_in_flight"
 FIRST_RETRY_AFTER = 10
 # The time to first token's histogram, in seconds.
 FIRST_TOKEN_BUCKETS = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 900)
-# (name, type, help): what /metrics says of the instance's requests (docs/node.md, "Many requests at once").
+# (name, type, help): what /metrics says of the instance (docs/node.md, "Many requests at once"), each sample
+# labelled with its node id; the requests' only where the role gave the instance its limits.
+INSTANCE_METRICS = (
+    ("gpufleet_exo_instance_started_seconds", "gauge", "when this exo process started, in seconds since the epoch"),
+    ("gpufleet_exo_ring_members", "gauge", "instances of the ring in this instance's view of it (exo's topology)"),
+    ("gpufleet_exo_ring_members_expected", "gauge", "instances of the ring the discovery file lists"),
+)
 REQUEST_METRICS = (
     ("gpufleet_exo_requests_in_flight", "gauge", "chat completions this instance's API is computing"),
     ("gpufleet_exo_requests_queued", "gauge", "chat completions waiting for a place, in arrival order"),
@@ -336,6 +342,7 @@ REQUEST_METRICS = (
                                                "(the client went away while it waited)"),
     ("gpufleet_exo_first_token_seconds", "histogram", "from a request's arrival to its first token"),
 )
+STARTED = time.time()
 OUTCOMES = ("answered", "failed", "refused", "left")
 
 
@@ -348,19 +355,25 @@ def limit_of(name):
     return value if value > 0 else None
 
 
-def ring_requests(argv):
-    """How many requests the ring computes at once, by the discovery file (read again each time: exo reads a new
-    peer from it without a restart), else this instance's own limit; None without either."""
+def discovery_file(argv):
+    """The manual discovery file of this instance's command line, read now (exo reads a new peer from it without a
+    restart), or None where there is none or it cannot be read."""
     path = flag(argv, "--discovery-config-path")
-    if flag(argv, "--discovery-module") == "manual" and path:
-        try:
-            with open(path) as handle:
-                value = json.load(handle).get(RING_REQUESTS_KEY)
-            if isinstance(value, int) and value > 0:
-                return value
-        except (OSError, ValueError, AttributeError):
-            pass
-    return limit_of(REQUESTS_ENV)
+    if flag(argv, "--discovery-module") != "manual" or not path:
+        return None
+    try:
+        with open(path) as handle:
+            found = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def ring_requests(argv):
+    """How many requests the ring computes at once, by the discovery file, else this instance's own limit; None
+    without either."""
+    value = (discovery_file(argv) or {}).get(RING_REQUESTS_KEY)
+    return value if isinstance(value, int) and value > 0 else limit_of(REQUESTS_ENV)
 
 
 class Ticket(object):
@@ -461,25 +474,43 @@ class Gate(object):
             if is_finished:
                 ticket.finished.set()
 
-    def metrics(self, node_id):
-        """The Prometheus text of REQUEST_METRICS, labelled with the instance's node id."""
-        node = 'node_id="%s"' % node_id.replace("\\", "\\\\").replace('"', '\\"')
-        values = {"gpufleet_exo_requests_in_flight": ["{%s} %d" % (node, len(self.running))],
-                  "gpufleet_exo_requests_queued": ["{%s} %d" % (node, len(self.waiting))],
-                  "gpufleet_exo_requests_limit": ["{%s} %d" % (node, self.limit)],
-                  "gpufleet_exo_requests_queue_limit": ["{%s} %d" % (node, self.queue)],
-                  "gpufleet_exo_requests_total": ['{%s,outcome="%s"} %d' % (node, o, self.outcomes[o]) for o in OUTCOMES]}
+    def samples(self):
+        """{name: [(labels, value)]} of REQUEST_METRICS (a histogram's as its suffix and labels)."""
+        samples = {"gpufleet_exo_requests_in_flight": [("", len(self.running))],
+                   "gpufleet_exo_requests_queued": [("", len(self.waiting))],
+                   "gpufleet_exo_requests_limit": [("", self.limit)],
+                   "gpufleet_exo_requests_queue_limit": [("", self.queue)],
+                   "gpufleet_exo_requests_total": [(',outcome="%s"' % o, self.outcomes[o]) for o in OUTCOMES]}
         buckets, count = [], 0
         for bound, number in zip([str(b) for b in FIRST_TOKEN_BUCKETS] + ["+Inf"], self.first_tokens):
             count += number
-            buckets.append('_bucket{%s,le="%s"} %d' % (node, bound, count))
-        values["gpufleet_exo_first_token_seconds"] = buckets + ["_sum{%s} %.3f" % (node, self.first_token_sum),
-                                                                "_count{%s} %d" % (node, count)]
-        lines = []
-        for name, kind, help_text in REQUEST_METRICS:
-            lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s %s" % (name, kind)]
-            lines += [name + value for value in values[name]]
-        return "\n".join(lines) + "\n"
+            buckets.append(('_bucket|,le="%s"' % bound, count))
+        samples["gpufleet_exo_first_token_seconds"] = buckets + [("_sum|", "%.3f" % self.first_token_sum),
+                                                                 ("_count|", count)]
+        return samples
+
+
+def metrics(node_id, samples, table):
+    """Prometheus's text format of table's metrics: samples {name: [(labels, value)]}, each labelled with node_id (a
+    label of the form "SUFFIX|LABELS" puts SUFFIX after the metric's name)."""
+    node = 'node_id="%s"' % node_id.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    lines = []
+    for name, kind, help_text in table:
+        lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s %s" % (name, kind)]
+        for labels, value in samples.get(name, []):
+            suffix, dummy, labels = labels.rpartition("|")
+            lines.append("%s%s{%s%s} %s" % (name, suffix, node, labels, value))
+    return "\n".join(lines) + "\n"
+
+
+def instance_samples(api):
+    """{name: [(labels, value)]} of INSTANCE_METRICS."""
+    samples = {"gpufleet_exo_instance_started_seconds": [("", "%.3f" % STARTED)],
+               "gpufleet_exo_ring_members": [("", len(getattr(api.node.topology, "nodes", None) or {}))]}
+    found = discovery_file(sys.argv[1:])
+    if found is not None:
+        samples["gpufleet_exo_ring_members_expected"] = [("", len(found.get("peers") or {}))]
+    return samples
 
 
 GATES = weakref.WeakKeyDictionary()
@@ -517,7 +548,9 @@ def patch_api_gate(module):
 
     async def gpufleet_metrics(self, request):
         gate = gate_of(self)
-        text = gate.metrics(self.node.id) if gate is not None else ""
+        text = metrics(self.node.id, instance_samples(self), INSTANCE_METRICS)
+        if gate is not None:
+            text += metrics(self.node.id, gate.samples(), REQUEST_METRICS)
         return web.Response(text=text, content_type="text/plain", charset="utf-8",
                             headers={"Cache-Control": "no-store"})
 
