@@ -1,5 +1,5 @@
 # Entry points. Each one installs what it needs first (scripts/bootstrap.sh).
-.PHONY: release site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet bench-inference build docs clean
+.PHONY: release site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet bench-inference bench-requests build docs clean
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
@@ -41,6 +41,11 @@ release:
 bench-inference:
 	@scripts/bootstrap.sh
 	.venv/bin/python benchmarks/inference.py $(ARGS)
+
+# What the patches of exo cost a request, and the memory each request in flight adds; several minutes, about 8 GB.
+bench-requests:
+	@scripts/bootstrap.sh
+	.venv/bin/python benchmarks/requests.py $(ARGS)
 
 build:
 	@scripts/bootstrap.sh

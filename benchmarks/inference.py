@@ -229,9 +229,10 @@ def peak_rss_gb(pid):
 
 
 class Instances(object):
-    """size exo instances on 127.0.0.1 in one ring (manual discovery), each in a fresh home under work."""
+    """size exo instances on 127.0.0.1 in one ring (manual discovery), each in a fresh home under work; launcher:
+    the command that runs exo with its flags after it (default: the venv's exo)."""
 
-    def __init__(self, venv, store, work, name, size, options, backend_env=None):
+    def __init__(self, venv, store, work, name, size, options, backend_env=None, launcher=None):
         self.names = ["%s%d" % (name, i) for i in range(size)]
         self.homes = [os.path.join(work, n) for n in self.names]
         ports = free_ports(2 * size)
@@ -251,12 +252,13 @@ class Instances(object):
                        CUDA_VISIBLE_DEVICES="", HF_ENDPOINT=NO_HUB, **(backend_env or {"CLANG": "1"}))
             with open(self.logs[i], "a") as log:  # a restart on the same home keeps the first start's log
                 self.processes.append(subprocess.Popen(
-                    [os.path.join(venv, "bin", "exo"), "--node-id", self.names[i], "--node-host", "127.0.0.1",
-                     "--node-port", str(self.grpc[i]), "--chatgpt-api-port", str(self.api[i]), "--discovery-module", "manual",
-                     "--discovery-config-path", topology, "--inference-engine", ENGINE, "--disable-tui",
-                     "--max-generate-tokens", str(options.max_generate_tokens),
-                     # exo's own limit on a completion, as the client's: a cold BEAM search may take longer than 900 s.
-                     "--chatgpt-api-response-timeout", str(options.timeout)],
+                    (launcher or [os.path.join(venv, "bin", "exo")])
+                    + ["--node-id", self.names[i], "--node-host", "127.0.0.1",
+                       "--node-port", str(self.grpc[i]), "--chatgpt-api-port", str(self.api[i]), "--discovery-module", "manual",
+                       "--discovery-config-path", topology, "--inference-engine", ENGINE, "--disable-tui",
+                       "--max-generate-tokens", str(options.max_generate_tokens),
+                       # exo's own limit on a completion, as the client's: a cold BEAM search may take longer than 900 s.
+                       "--chatgpt-api-response-timeout", str(options.timeout)],
                     stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
 
     def failure(self, what):

@@ -113,6 +113,9 @@ class RingWatch(object):
 WATCHES = weakref.WeakKeyDictionary()
 # The waiter of the API request whose task runs (exo starts a request's first step from it).
 WAITER = contextvars.ContextVar("gpufleet_exo_waiter", default=None)
+# The gate's ticket of the API request whose task runs (Gate, below): Node.process_prompt gives it exo's request
+# id, and a request whose ring broke frees its place.
+TICKET = contextvars.ContextVar("gpufleet_exo_ticket", default=None)
 
 
 def ring_watch(node):
@@ -200,6 +203,9 @@ def patch_chatgpt_api(module):
         answer.cancel()
         detail = "the request ended: %s; retry once the ring has formed again" % waiter.result()
         say(detail)
+        ticket = TICKET.get()
+        if ticket is not None:  # exo will never compute its last token: its place at the gate is free
+            ticket.finished.set()
         if request.writer is not None and request.writer.output_size > 0:
             # A streamed answer has begun: its last event says why, and the stream ends.
             await request.writer.write(("data: %s\n\n" % json.dumps({"error": {"message": detail, "type": "ring_broken"}})).encode())
@@ -514,8 +520,6 @@ def instance_samples(api):
 
 
 GATES = weakref.WeakKeyDictionary()
-# The ticket of the API request whose task runs, for Node.process_prompt to give it exo's request id.
-TICKET = contextvars.ContextVar("gpufleet_exo_ticket", default=None)
 
 
 def gate_of(api):

@@ -351,3 +351,107 @@ def test_exos_tokenizers_are_loaded_without_remote_code(tmp_path, monkeypatch):
 def test_the_tokenizers_patch_is_written_against_exos_source():
     known, patch = patches.PATCHES["exo.inference.tokenizers"]
     assert patch is patches.patch_tokenizers and list(known.values()) == ["exo e4238f9ef"]
+
+
+def test_a_request_whose_ring_broke_frees_its_place_at_the_gate(exo):
+    """exo never computes the last token of a request whose ring broke: the gate must not wait for it."""
+    node_class, api_class = exo
+
+    async def scenario():
+        node = node_class("b", "c")
+        await node.update_peers()
+        ticket = patches.Ticket()
+        token = patches.TICKET.set(ticket)  # as the gate sets it around exo's handler
+        answer = asyncio.ensure_future(api_class(node).handle_post_chat_completions(Request("r1")))
+        patches.TICKET.reset(token)
+        await asyncio.sleep(0.01)
+        await leave(node)
+        await node.update_peers()
+        await asyncio.wait([answer], timeout=1)
+        return ticket, answer.result()
+
+    ticket, answer = asyncio.run(scenario())
+    assert answer[0] == 503 and ticket.request_id == "r1" and ticket.finished.is_set()
+
+
+class Connection(object):
+    def __init__(self):
+        self.closing = False
+
+    def is_closing(self):
+        return self.closing
+
+
+class Client(object):
+    """What the gate looks at of an aiohttp request: its connection."""
+
+    def __init__(self):
+        self.transport = Connection()
+
+
+def test_the_gate_lets_requests_in_in_arrival_order_and_refuses_past_its_queue():
+    async def scenario():
+        gate, events = patches.Gate(1, 2), []
+        first = await gate.enter(Client())
+        waiting = [asyncio.ensure_future(gate.enter(Client())) for dummy in range(2)]
+        await asyncio.sleep(0.01)
+        with pytest.raises(patches.QueueFull) as refused:
+            await gate.enter(Client())
+        events.append(("refused", refused.value.retry_after))
+        for number, ticket in enumerate([first] + waiting):
+            ticket = ticket if number == 0 else await ticket
+            events.append(("in", number, len(gate.running), len(gate.waiting)))
+            gate.leave(ticket, "answered")
+        return gate, events
+
+    gate, events = asyncio.run(scenario())
+    # Before any answer, 10 s for each request ahead of the refused one and itself, over the one place.
+    assert events == [("refused", 30), ("in", 0, 1, 2), ("in", 1, 1, 1), ("in", 2, 1, 0)]
+    assert gate.outcomes == {"answered": 3, "failed": 0, "refused": 1, "left": 0} and not gate.running
+
+
+def test_a_client_that_leaves_the_queue_is_counted_and_its_place_goes_on():
+    async def scenario():
+        gate, leaving = patches.Gate(1, 1), Client()
+        first = await gate.enter(Client())
+        waiting = asyncio.ensure_future(gate.enter(leaving))
+        await asyncio.sleep(0.01)
+        leaving.transport.closing = True
+        left = await asyncio.wait_for(waiting, 2)
+        after = asyncio.ensure_future(gate.enter(Client()))
+        await asyncio.sleep(0.01)
+        gate.leave(first, "answered")
+        return gate, left, await asyncio.wait_for(after, 1)
+
+    gate, left, after = asyncio.run(scenario())
+    assert left is None and after is not None and gate.outcomes["left"] == 1 and list(gate.running.values()) == [after]
+
+
+def test_a_place_waits_for_exos_last_token_when_the_client_went_first():
+    async def scenario():
+        gate = patches.Gate(1, 1)
+        ticket = await gate.enter(Client())
+        ticket.request_id = "r1"
+        gate.leave(ticket, "failed")  # its client left mid-answer: exo computes on
+        waiting = asyncio.ensure_future(gate.enter(Client()))
+        await asyncio.sleep(0.01)
+        held = not waiting.done()
+        gate.on_token("r1", [5], False)
+        gate.on_token("r1", [5, 6], True)
+        gate.give_back(ticket)  # what the API's handler does once the last token came
+        return held, await asyncio.wait_for(waiting, 1), ticket
+
+    held, after, ticket = asyncio.run(scenario())
+    assert held and after is not None and ticket.first_token is not None
+
+
+def test_the_metrics_are_prometheus_text_labelled_with_the_node():
+    from prometheus_client.parser import text_string_to_metric_families
+    gate = patches.Gate(2, 4)
+    gate.outcomes["refused"] = 3
+    text = patches.metrics('gf-a-"cpu"', gate.samples(), patches.REQUEST_METRICS)
+    samples = dict(((s.name, s.labels.get("outcome") or s.labels.get("le")), (s.labels["node_id"], s.value))
+                   for family in text_string_to_metric_families(text) for s in family.samples)
+    assert samples[("gpufleet_exo_requests_total", "refused")] == ('gf-a-"cpu"', 3)
+    assert samples[("gpufleet_exo_requests_limit", None)] == ('gf-a-"cpu"', 2)
+    assert samples[("gpufleet_exo_first_token_seconds_bucket", "+Inf")] == ('gf-a-"cpu"', 0)
