@@ -405,7 +405,7 @@ class Gate(object):
 
     def __init__(self, limit, queue):
         self.limit, self.queue = limit, queue
-        self.running = {}  # exo request id or a placeholder -> ticket
+        self.running = set()  # the tickets computing
         self.waiting = collections.deque()  # (ticket, future), in arrival order
         self.outcomes = dict((outcome, 0) for outcome in OUTCOMES)
         self.first_tokens = [0] * (len(FIRST_TOKEN_BUCKETS) + 1)
@@ -421,7 +421,7 @@ class Gate(object):
         """A ticket once the request has a place; QueueFull where none is left; None where the client left."""
         ticket = Ticket()
         if len(self.running) < self.limit and not self.waiting:
-            self.running[id(ticket)] = ticket
+            self.running.add(ticket)
             return ticket
         if len(self.waiting) >= self.queue:
             self.outcomes["refused"] += 1
@@ -460,16 +460,18 @@ class Gate(object):
             self.give_back(ticket)
 
     def give_back(self, ticket):
-        for key in [k for k, t in self.running.items() if t is ticket]:
-            del self.running[key]
-            if self.waiting:
-                waiting, place = self.waiting.popleft()
-                self.running[id(waiting)] = waiting
-                place.set_result(None)
+        """The ticket's place, to the first waiting request; a ticket given back already has none."""
+        if ticket not in self.running:
+            return
+        self.running.remove(ticket)
+        if self.waiting:
+            waiting, place = self.waiting.popleft()
+            self.running.add(waiting)
+            place.set_result(None)
 
     def on_token(self, request_id, tokens, is_finished):
         """exo's node's on_token: a request's first token, and its end."""
-        for key, ticket in list(self.running.items()):
+        for ticket in list(self.running):
             if ticket.request_id != request_id:
                 continue
             if ticket.first_token is None:
@@ -671,9 +673,7 @@ def patch_tinygrad_engine(module):
     of 2 requests, dropping the oldest for a third, which then goes on from an empty cache: patched, it keeps
     as many as the role lets into the ring at once (ring_requests())."""
     engine_class = module.TinygradDynamicShardInferenceEngine
-    exos_ensure_shard = engine_class.ensure_shard
-
-    exos_poll_state = engine_class.poll_state
+    exos_ensure_shard, exos_poll_state = engine_class.ensure_shard, engine_class.poll_state
 
     async def ensure_shard(self, shard):
         if self.shard == shard:
