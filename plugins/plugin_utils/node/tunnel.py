@@ -14,7 +14,10 @@ Each host makes its own private key (roles/node/tasks/tunnel.yml); only public k
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
+import binascii
 import ipaddress
+import re
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
@@ -97,6 +100,51 @@ def plan(settings, host):
                 errors=["host %s: %s" % (host, e) for e in errors])
 
 
+# An endpoint is an IP address or a DNS name: nothing that could end a line of ring.conf or start another.
+HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+
+
+def _is_key(value):
+    """WireGuard's public key form: 32 bytes in canonical base64 (44 characters, one "=")."""
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (TypeError, ValueError, binascii.Error):
+        return False
+    return len(raw) == 32 and base64.b64encode(raw).decode("ascii") == value
+
+
+def _is_address(value):
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+# What a host may publish in exo_node_ring_peer, field by field, and the form each must have: the fact
+# is written by the host itself, so a compromised host could publish anything, and its values go into
+# every other ring host's ring.conf (which wg-quick runs as root) and firewall.
+PEER_FIELDS = (
+    ("enabled", "true or false", lambda v: isinstance(v, bool)),
+    ("address", "an IP address", lambda v: isinstance(v, str) and _is_address(v)),
+    ("endpoint", "an IP address or a DNS name", lambda v: isinstance(v, str) and (_is_address(v) or HOSTNAME.match(v) is not None)),
+    ("port", "a port number (1-65535)", lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v < 65536),
+    ("public_key", "a WireGuard public key (44 characters of base64) or \"\"",
+     lambda v: isinstance(v, str) and (v == "" or _is_key(v))),
+)
+
+
+def peer_errors(name, theirs):
+    """Why what host name published as exo_node_ring_peer cannot reach another host's configuration."""
+    if not isinstance(theirs, dict):
+        return ["host %s published exo_node_ring_peer %s, not a mapping; run the role on it again (its fact is "
+                "the role's alone)" % (name, show(theirs))]
+    return ["host %s published exo_node_ring_peer.%s %s, not %s; no peer takes it: find out what wrote that fact "
+            "on %s, then run the role on it again" % (name, field, show(theirs.get(field)), form, name)
+            for field, form, valid in PEER_FIELDS
+            if not (theirs.get("enabled") is False and field != "enabled") and not valid(theirs.get(field))]
+
+
 def published(tunnel, public_key=""):
     """What a host tells the others of its tunnel (the fact exo_node_ring_peer): never its private key."""
     return {"enabled": tunnel["enabled"], "address": tunnel["address"], "endpoint": tunnel["endpoint"],
@@ -122,6 +170,10 @@ def ring(tunnel, host, others, check_mode=False, partial=False):
     for name in [n for n in tunnel["ring"] if n != host]:
         theirs = others.get(name)
         if partial and not theirs:
+            continue
+        refused = peer_errors(name, theirs) if theirs else []
+        if refused:
+            errors += refused
             continue
         if not theirs or not theirs.get("enabled"):
             errors.append("host %s of the ring has %s; run the role on every host of the ring (or keep their facts in "

@@ -7,6 +7,7 @@ them. The tunnel itself is brought up, captured and knocked on in the cluster sc
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
 import json
 import os
 import re
@@ -22,7 +23,8 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import 
 from tests.helpers import NODE_SETTINGS, node_templates, plan_node_ok as ok
 
 RING = ["gpu-c", "gpu-a", "gpu-b"]
-KEYS = {"gpu-a": "A" * 43 + "=", "gpu-b": "B" * 43 + "=", "gpu-c": "C" * 43 + "="}
+# WireGuard's form: 32 bytes in base64.
+KEYS = dict((host, base64.b64encode(host.encode("ascii") * 6 + b"..").decode("ascii")) for host in ("gpu-a", "gpu-b", "gpu-c"))
 ADDRESSES = {"gpu-a": "192.0.2.11", "gpu-b": "192.0.2.12", "gpu-c": "2001:db8::13"}
 
 
@@ -141,6 +143,51 @@ def test_what_collides_across_the_ring_is_refused(changes, hostvars_change, chec
         assert ring["errors"][0].startswith("host gpu-b: " + message), ring
     # a host without a tunnel or a key is no peer
     assert ("gpu-a" in [p["host"] for p in ring["peers"]]) == peer
+
+
+@pytest.mark.parametrize("field, value, form", [
+    # a key that goes on to write its own lines into every peer's ring.conf, which wg-quick runs as root
+    ("public_key", KEYS["gpu-a"] + "\n[Interface]\nPostUp = touch /pwned", "a WireGuard public key"),
+    ("public_key", "A" * 43, "a WireGuard public key"),
+    # 32 bytes, but not base64 as WireGuard writes it (the last character's spare bits set)
+    ("public_key", "B" * 43 + "=", "a WireGuard public key"),
+    ("public_key", None, "a WireGuard public key"),
+    ("address", "10.213.0.1/32\nPostUp = id", "an IP address"),
+    ("address", None, "an IP address"),
+    ("endpoint", "192.0.2.11:51820\n[Peer]", "an IP address or a DNS name"),
+    ("endpoint", "gpu a", "an IP address or a DNS name"),
+    ("port", "51820", "a port number (1-65535)"),
+    ("port", 0, "a port number (1-65535)"),
+    ("port", True, "a port number (1-65535)"),
+    ("enabled", "yes", "true or false"),
+])
+def test_what_a_host_publishes_is_checked_before_any_peer_takes_it(field, value, form):
+    hostvars = published()
+    hostvars["gpu-a"]["ansible_facts"]["exo_node_ring_peer"][field] = value
+    for check_mode, partial in ((True, True), (False, False)):
+        ring = node_tunnel_ring(planned("gpu-b"), "gpu-b", hostvars, check_mode=check_mode, partial=partial)
+        assert ring["errors"] == ["host gpu-b: host gpu-a published exo_node_ring_peer.%s %s, not %s%s; no peer takes "
+                                  "it: find out what wrote that fact on gpu-a, then run the role on it again"
+                                  % (field, json.dumps(value), form, " (44 characters of base64) or \"\""
+                                     if field == "public_key" else "")], ring
+        assert [p["host"] for p in ring["peers"]] == ["gpu-c"]
+
+
+def test_a_host_that_publishes_no_mapping_is_refused_by_name():
+    hostvars = published()
+    hostvars["gpu-a"]["ansible_facts"]["exo_node_ring_peer"] = "[Peer]"
+    ring = node_tunnel_ring(planned("gpu-b"), "gpu-b", hostvars)
+    assert ring["errors"] == ['host gpu-b: host gpu-a published exo_node_ring_peer "[Peer]", not a mapping; run the '
+                              "role on it again (its fact is the role's alone)"]
+
+
+def test_the_peers_published_by_real_hosts_are_taken():
+    # keys as wg genkey | wg pubkey writes them, endpoints as names and addresses
+    hostvars = published()
+    hostvars["gpu-a"]["ansible_facts"]["exo_node_ring_peer"].update(
+        public_key="xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=", endpoint="gpu-a.ring.example.net")
+    ring = node_tunnel_ring(planned("gpu-b"), "gpu-b", hostvars)
+    assert ring["errors"] == [] and ring["peers"][0]["endpoint"] == "gpu-a.ring.example.net:51820"
 
 
 @pytest.mark.parametrize("changes, hostvars_change, errors", [
