@@ -8,9 +8,11 @@ CAP_NET_ADMIN alone (the role copies it to the host; the host's /usr/bin/python3
 
 The table is what FILE loads. Whatever else removes or changes it (`nft flush ruleset`, the
 distribution's nftables.service starting, reloading or stopping, a rule deleted by hand) is undone
-within a second: nft's monitor reports every change to the ruleset, and a check every CHECK_EVERY
-seconds covers what the monitor cannot (the changes before it listened). exo is never restarted
-for it: the instances only start after this unit, they do not depend on it.
+at once: nft's monitor reports every change to the ruleset, and a check every CHECK_EVERY seconds, on
+its own clock however busy the monitor is, covers what the monitor cannot (the changes before it
+listened, a line it never wrote). What the guard keeps is the table FILE loads, never "no table": a
+flush that lands between a load and the listing that records it only makes it load again. exo is
+never restarted for it: the instances only start after this unit, they do not depend on it.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -20,9 +22,13 @@ import re
 import select
 import subprocess
 import sys
+import time
 
 NFT = "/usr/sbin/nft"
-CHECK_EVERY = 10
+# A listing costs one nft process (milliseconds): once a second bounds what the monitor could miss.
+CHECK_EVERY = 1.0
+# Between loads that something keeps undoing (a restart loop of nftables.service), so as not to spin.
+RETRY_AFTER = 0.05
 
 
 def concerns(text, family, table):
@@ -45,34 +51,48 @@ def load(path):
         raise SystemExit("nft -f %s failed: %s" % (path, proc.stdout.strip()))
 
 
+def loaded(family, table, path):
+    """Loads FILE until nft lists the table, and returns that listing: what the guard keeps from then on.
+    Another flush may land between the load and the listing; that only means loading again."""
+    while True:
+        load(path)
+        now = listing(family, table)
+        if now is not None:
+            return now
+        time.sleep(RETRY_AFTER)
+
+
 def keep(family, table, path, wanted):
     """The table as it should be: loaded again where it differs from wanted (the listing of the last load)."""
     now = listing(family, table)
     if now == wanted:
         return wanted
-    load(path)
-    print("table %s %s was %s; loaded %s again" % (family, table, "removed" if now is None else "changed", path),
+    print("table %s %s was %s; loading %s again" % (family, table, "removed" if now is None else "changed", path),
           flush=True)
-    return listing(family, table)
+    return loaded(family, table, path)
 
 
 def main(argv):
     family, table, path = argv
+    # Listening before the first load: no change after it goes unreported.
     monitor = subprocess.Popen([NFT, "monitor"], stdout=subprocess.PIPE)
-    load(path)
-    wanted = listing(family, table)
+    wanted = loaded(family, table, path)
     print("keeping table %s %s as %s loads it" % (family, table, path), flush=True)
+    due = time.monotonic() + CHECK_EVERY
     while True:
-        ready = select.select([monitor.stdout], [], [], CHECK_EVERY)[0]
+        ready = select.select([monitor.stdout], [], [], max(0.0, due - time.monotonic()))[0]
+        check = False
         if ready:
             # Whatever the monitor wrote so far, unbuffered: a line left in a buffer would wait for the next check.
             text = os.read(monitor.stdout.fileno(), 65536).decode("utf-8", "replace")
             if not text:
                 # The monitor ended: systemd starts the guard again (Restart=always), which loads the table.
                 raise SystemExit("nft monitor exited with %s" % monitor.wait())
-            if not concerns(text, family, table):
-                continue
-        wanted = keep(family, table, path, wanted)
+            check = concerns(text, family, table)
+        if time.monotonic() >= due:
+            check, due = True, time.monotonic() + CHECK_EVERY
+        if check:
+            wanted = keep(family, table, path, wanted)
 
 
 if __name__ == "__main__":

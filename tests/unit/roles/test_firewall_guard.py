@@ -8,27 +8,40 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "node", "files"))
 import firewall_guard as guard  # noqa: E402  pylint: disable=wrong-import-position
 
+# "flush" beside the table file: the next listing of a loaded table finds a flush landed just before it.
+# "monitor" writes lines about other tables, every few milliseconds, for as long as it runs.
 FAKE_NFT = """\
 #!%s
-import shutil, sys
+import os, shutil, sys, time
 state, log = %r, %r
+flush = state + ".flush"
 with open(log, "a") as handle:
     handle.write(" ".join(sys.argv[1:]) + "\\n")
 if sys.argv[1] == "-f":
     shutil.copy(sys.argv[2], state)
 elif sys.argv[1:3] == ["list", "table"]:
+    if os.path.exists(flush) and os.path.exists(state):
+        os.remove(flush)
+        os.remove(state)
     try:
         sys.stdout.write(open(state).read())
     except IOError:
         sys.exit(1)
+elif sys.argv[1] == "monitor":
+    while True:
+        sys.stdout.write("add element ip filter f2b { 192.0.2.7 }\\n")
+        sys.stdout.flush()
+        time.sleep(0.005)
 """
 
 
@@ -83,3 +96,33 @@ def test_a_table_nft_refuses_stops_the_guard_with_nfts_message(nft, tmp_path):
         """))
     with pytest.raises(SystemExit, match="nft -f .* failed: Error: syntax error"):
         guard.load(str(nft[0]))
+
+
+def test_a_flush_between_the_load_and_its_listing_loads_again_and_never_keeps_no_table(nft):
+    path, state, log = nft
+    (state.parent / "state.flush").write_text("")
+    wanted = path.read_text()
+    # the table is gone, and a second flush lands right after the guard loads it again
+    assert guard.keep("inet", "gpufleet_exo", str(path), wanted) == wanted
+    assert state.read_text() == wanted and len(loads(log)) == 2
+    assert guard.loaded("inet", "gpufleet_exo", str(path)) == wanted
+
+
+def test_the_check_runs_on_its_own_clock_while_the_monitor_talks_of_other_tables(nft, tmp_path):
+    path, state, log = nft
+    script = ("import sys; sys.path.insert(0, %r); import firewall_guard as g; g.NFT = %r; g.CHECK_EVERY = 0.2; "
+              "g.main(['inet', 'gpufleet_exo', %r])" % (os.path.dirname(guard.__file__), guard.NFT, str(path)))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while not state.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # removed without a line of the monitor's about it
+        state.unlink()
+        while not state.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert state.exists(), "the table was not loaded again within 20 s while the monitor talked"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(loads(log)) == 2
