@@ -11,11 +11,13 @@ So every path below the data directory is reached one component at a time from a
 the role expects, is refused naming the path: nothing is written through it. A file is written
 under a temporary name made with O_CREAT|O_EXCL in the directory already open, then renamed.
 
-A model placed by the role is data, never code: its store holds, for each repository, a manifest
+A model placed by the role is data, completely: its store holds, for each repository, a manifest
 (MANIFEST: each file's path, size and sha256, made where the store is made) that is checked before
-any copy, and checked again on the host's copy. A file the manifest does not list, one whose
-bytes differ from it, a code file (CODE_SUFFIXES) and a hook that makes transformers run code from
-the model's directory (REMOTE_CODE_KEYS in a JSON configuration) are refused, naming the file.
+any copy, and checked again on the host's copy. Only the files a model needs are accepted, by
+suffix from an allowlist (DATA_SUFFIXES, DATA_NAMES), weights only as safetensors, and every JSON
+file, whatever its size, without a hook that makes transformers run code (REMOTE_CODE_KEYS). A file
+the manifest does not list, one whose bytes differ from it, and any other file are refused, naming
+the file and what to do.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -30,13 +32,23 @@ import pwd
 import stat
 
 MANIFEST = "gpufleet-model.json"
-# What a model directory never needs, and what transformers or exo could import or run from it.
-CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyd", ".so", ".pth", ".sh", ".ipynb", ".egg", ".whl")
-# transformers runs the model directory's code where a configuration maps a class to it
-# (AutoTokenizer/AutoConfig with trust_remote_code); exo e4238f9ef loads tokenizers so.
-REMOTE_CODE_KEYS = ("auto_map",)
-REMOTE_CODE_FILES = ("config.json", "tokenizer_config.json", "processor_config.json",
-                     "preprocessor_config.json", "generation_config.json")
+# The only files a model directory holds (an allowlist: anything else is refused). exo e4238f9ef
+# fetches *.json, *.txt, tokenizer.model (sentencepiece), *.tiktoken and the safetensors weights
+# (exo/download/hf/hf_helpers.py, get_allow_patterns), and *.py, which is code; a Hugging Face
+# repository adds its card (*.md), chat templates (*.jinja) and these names without a suffix.
+DATA_SUFFIXES = (".safetensors", ".json", ".txt", ".model", ".tiktoken", ".md", ".jinja")
+DATA_NAMES = ("license", ".gitattributes")
+# Named apart only to say why and what to give instead. Weights other than safetensors are mostly
+# pickles (.bin, .pt, .pth, .ckpt), which run code as they are loaded: exo's tinygrad loads one
+# with torch_load (exo/inference/tinygrad/tinygrad_helpers.py), through its own unpickler.
+WEIGHT_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".h5", ".msgpack", ".onnx", ".gguf",
+                   ".ggml", ".npy", ".npz", ".joblib", ".ot", ".tflite")
+CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyd", ".so", ".sh", ".ipynb", ".egg", ".whl")
+# The top-level keys of a JSON file that make transformers load a class from code (with
+# trust_remote_code; exo e4238f9ef loads tokenizers so): auto_map in any of its configurations
+# (config, tokenizer, processor, feature extractor...), custom_pipelines in a model's config.
+# Every JSON file is checked, whatever its name or size.
+REMOTE_CODE_KEYS = ("auto_map", "custom_pipelines")
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -301,20 +313,29 @@ def link(tree, src, dest):
     return True
 
 
-def code_problem(path, data=None):
-    """Why the model file path is code, not data (None where it is data). data: its bytes, for the
-    configurations transformers reads."""
-    if path.lower().endswith(CODE_SUFFIXES):
+def file_problem(tree, path):
+    """Why the model file path is refused (None where it is data a model needs)."""
+    name = posixpath.basename(path).lower()
+    suffix = posixpath.splitext(name)[1]
+    if suffix in CODE_SUFFIXES:
         return "%s is a code file; a model directory holds data only: remove it from the store" % path
-    if data is not None and posixpath.basename(path) in REMOTE_CODE_FILES:
-        try:
-            loaded = json.loads(data.decode("utf-8"))
-        except ValueError:
-            return "%s is not JSON; transformers could not read it: fix the store" % path
-        keys = sorted(k for k in REMOTE_CODE_KEYS if isinstance(loaded, dict) and k in loaded)
-        if keys:
-            return ("%s has %s, a hook that makes transformers run code from the model's directory; "
-                    "remove the key from the store's file and make its manifest again" % (path, ", ".join(keys)))
+    if suffix in WEIGHT_SUFFIXES:
+        return ("%s holds weights in a format other than safetensors (a pickle runs code as it is loaded); only "
+                "*.safetensors weights are accepted: remove it from the store and put the repository's "
+                "*.safetensors there instead" % path)
+    if suffix not in DATA_SUFFIXES and name not in DATA_NAMES:
+        return ("%s is not a file a model needs; a model directory holds only *%s files, LICENSE and .gitattributes: "
+                "remove it from the store" % (path, ", *".join(DATA_SUFFIXES)))
+    if suffix != ".json":
+        return None
+    try:
+        loaded = json.loads(_read(tree, path).decode("utf-8"))
+    except ValueError:
+        return "%s is not JSON; transformers could not read it: fix the store" % path
+    keys = sorted(k for k in REMOTE_CODE_KEYS if isinstance(loaded, dict) and k in loaded)
+    if keys:
+        return ("%s has %s, a hook that makes transformers run code from the model's directory; "
+                "remove the key from the store's file and make its manifest again" % (path, ", ".join(keys)))
     return None
 
 
@@ -388,7 +409,8 @@ def check_store(store, repos):
 
     Refused, naming each file: a store or repository that is missing, a manifest missing or
     unreadable, a file the manifest does not list or lists with other bytes, a file it lists that
-    is missing, a code file or a remote-code hook."""
+    is missing, and a file a model does not need (file_problem: code, weights other than safetensors,
+    a remote-code hook, anything else)."""
     result, problems = {}, []
     with Tree(store) as tree:
         for repo in repos:
@@ -415,8 +437,7 @@ def _compare(tree, repo_dir, files, manifest):
         path = posixpath.join(repo_dir, rel)
         if rel == MANIFEST:
             continue
-        small = rel.endswith(".json") and files[rel].st_size < (1 << 24)
-        problem = code_problem(path, _read(tree, path) if small else None)
+        problem = file_problem(tree, path)
         if problem:
             problems.append(problem)
         elif rel not in manifest:
@@ -444,7 +465,7 @@ def check_copy(tree, kept, manifest):
 
 def make_manifest(directory, check_mode):
     """Write directory's MANIFEST from its files (each one's path, size and sha256), keeping the other keys
-    of a manifest there; a code file or remote-code hook is refused. (changed, files)."""
+    of a manifest there; a file a model does not need (file_problem) is refused. (changed, files)."""
     with Tree(directory, check_mode) as tree:
         files = walk(tree, tree.root)
         problems = []
@@ -453,8 +474,7 @@ def make_manifest(directory, check_mode):
             if rel == MANIFEST:
                 continue
             path = posixpath.join(tree.root, rel)
-            small = rel.endswith(".json") and files[rel].st_size < (1 << 24)
-            problem = code_problem(path, _read(tree, path) if small else None)
+            problem = file_problem(tree, path)
             if problem:
                 problems.append(problem)
                 continue

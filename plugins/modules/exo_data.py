@@ -18,11 +18,15 @@ description:
     renamed.
   - With O(step=manifest), writes the manifest C(gpufleet-model.json) of the model directory O(path),
     each file's C(path), C(size) and C(sha256), keeping the manifest's other keys. Run it where the
-    store is made. A code file (C(*.py), C(*.so), ...) or a remote-code hook (C(auto_map) in
-    C(config.json) or C(tokenizer_config.json)) is refused, naming the file.
+    store is made. A model is data, completely. Only the files a model needs are accepted, by suffix
+    (C(*.safetensors), C(*.json), C(*.txt), C(*.model), C(*.tiktoken), C(*.md), C(*.jinja), and
+    C(LICENSE) and C(.gitattributes)); weights only as safetensors (C(*.bin), C(*.pt), C(*.pth),
+    C(*.pkl), C(*.gguf), ... are refused); and every JSON file, whatever its size, without a
+    remote-code hook (C(auto_map), C(custom_pipelines)). Any other file is refused, naming it and what to do.
   - With O(step=store), checks each repository of O(repos) in the store O(path) against its manifest,
     and refuses, naming each file, a missing store or manifest, a file the manifest does not list, one
-    whose sha256 differs, one it lists that is missing, a code file and a remote-code hook. Changes nothing.
+    whose sha256 differs, one it lists that is missing, and a file a model does not need (as with
+    O(step=manifest)). Changes nothing.
   - With O(step=inspect), says what O(root)C(/models) holds of O(repos) and how many bytes are free there.
     Changes nothing.
   - With O(step=place), makes O(directories), copies O(copies) from the store O(path) on the host,

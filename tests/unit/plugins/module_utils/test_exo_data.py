@@ -161,18 +161,66 @@ BAD_STORES = [
     ("tampered", dict(MODEL, **{"model.safetensors": b"Weights" * 100}), "model.safetensors differs from its sha256"),
     ("unlisted", dict(MODEL, **{"notes.txt": b"x"}), "notes.txt is not in gpufleet-model.json"),
     ("missing", dict((p, c) for p, c in MODEL.items() if p != "sub/extra.txt"), "sub/extra.txt is missing"),
-    ("code", dict(MODEL, **{"tokenization_evil.py": b"import os"}), "tokenization_evil.py is a code file"),
-    ("hook", dict(MODEL, **{"tokenizer_config.json": b'{"auto_map": {"AutoTokenizer": ["t.T", null]}}'}),
-     "tokenizer_config.json has auto_map, a hook that makes transformers run code"),
 ]
 
 
 @pytest.mark.parametrize("what, files, message", BAD_STORES, ids=[case[0] for case in BAD_STORES])
-def test_a_store_that_differs_from_its_manifest_or_holds_code_is_refused_naming_the_file(tmp_path, what, files, message):
+def test_a_store_that_differs_from_its_manifest_is_refused_naming_the_file(tmp_path, what, files, message):
     store = store_with(tmp_path, files)
     with pytest.raises(data.Refused) as refused:
         data.check_store(store, [REPO])
     assert "%s/%s/%s" % (store, REPO, message) in str(refused.value)
+
+
+# Above the 16 MiB under which a JSON file was once the only kind checked for a hook.
+BIG = b" " * (17 << 20)
+HOOK = b'"auto_map": {"AutoTokenizer": ["tokenization_evil.EvilTokenizer", null]}'
+# Files a model does not need, each put in the store beside MODEL: the file, its bytes, what its refusal says.
+NOT_DATA = [
+    ("code", "tokenization_evil.py", b"import os", "is a code file"),
+    ("pickled weights", "pytorch_model.bin", b"\x80\x02}q\x00.", "holds weights in a format other than safetensors"),
+    ("a pickle", "tokenizer.pkl", b"\x80\x04N.", "holds weights in a format other than safetensors"),
+    ("torch weights", "original/consolidated.00.pth", b"PK", "holds weights in a format other than safetensors"),
+    ("gguf weights", "model-q4.gguf", b"GGUF", "holds weights in a format other than safetensors"),
+    ("an unknown suffix", "weights.dat", b"x", "is not a file a model needs"),
+    ("no suffix", "setup", b"#!/bin/sh", "is not a file a model needs"),
+    ("a hook", "tokenizer_config.json", b"{" + HOOK + b"}", "has auto_map, a hook that makes transformers run code"),
+    ("a hook in a JSON of any name", "video_preprocessor_config.json", b"{" + HOOK + b"}", "has auto_map, a hook"),
+    ("a pipeline hook", "config.json", b'{"custom_pipelines": {"text-generation": {"impl": "p.P"}}}',
+     "has custom_pipelines, a hook"),
+    ("a hook in a JSON above 16 MiB", "tokenizer.json", b"{" + HOOK + b"," + BIG + b'"model": {}}', "has auto_map, a hook"),
+]
+
+
+@pytest.mark.parametrize("what, path, content, says", NOT_DATA, ids=[case[0] for case in NOT_DATA])
+def test_a_file_a_model_does_not_need_is_refused_by_name_in_the_store_and_in_its_manifest(
+        tmp_path, what, path, content, says):
+    store = store_with(tmp_path, dict(MODEL, **{path: content}))
+    repo = os.path.join(store, REPO)
+    with pytest.raises(data.Refused) as refused:
+        data.check_store(store, [REPO])
+    assert "%s/%s %s" % (repo, path, says) in str(refused.value)
+    manifest = read(os.path.join(repo, data.MANIFEST))
+    with pytest.raises(data.Refused) as refused:
+        data.make_manifest(repo, check_mode=False)
+    assert "%s/%s %s" % (repo, path, says) in str(refused.value)
+    assert read(os.path.join(repo, data.MANIFEST)) == manifest
+
+
+# A repository as huggingface-cli downloads it (less its own .cache): every kind of file a model needs, and a
+# big tokenizer.json whose vocabulary has a token auto_map, which is no hook (transformers reads the top level).
+DATA_ONLY = dict(MODEL, **{
+    "README.md": b"# Llama", "LICENSE": b"license", "USE_POLICY.md": b"policy", ".gitattributes": b"*.safetensors lfs",
+    "tokenizer.model": b"\x0a\x05", "cl100k.tiktoken": b"IQ== 0", "merges.txt": b"a b", "chat_template.jinja": b"{{ x }}",
+    "model.safetensors.index.json": b'{"metadata": {}, "weight_map": {}}', "original/params.json": b'{"dim": 2048}',
+    "tokenizer.json": b'{"model": {"vocab": {"auto_map": 1}},' + BIG + b'"version": "1.0"}'})
+
+
+def test_a_model_of_data_only_is_listed_in_its_manifest_and_accepted(tmp_path):
+    store = store_with(tmp_path, DATA_ONLY, manifest=False)
+    changed, files = data.make_manifest(os.path.join(store, REPO), check_mode=False)
+    assert changed and [f["path"] for f in files] == sorted(DATA_ONLY)
+    assert sorted(data.check_store(store, [REPO])[REPO]) == sorted(DATA_ONLY)
 
 
 def test_a_store_without_the_repository_or_its_manifest_is_refused_with_what_to_do(tmp_path):
