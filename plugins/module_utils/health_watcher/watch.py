@@ -24,7 +24,6 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -197,14 +196,48 @@ def kernel_reader(source):
     return KERNEL_SOURCES[source]
 
 
+# The metrics go to node_exporter's textfile directory, which another user may own: that user can
+# swap root's new file for a link at any moment. So root opens the directory once, without following
+# a link, and reaches the file only through that descriptor and the file's own: it creates the file
+# (O_EXCL, O_NOFOLLOW), sets its mode (fchmod, never chmod by path) and renames it there.
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+FILE_MODE = 0o644  # node_exporter reads the metrics as its own user
+NAME_TRIES = 10
+
+
+def _temp_name(name):
+    """The name of the file before its rename: new each time, so the directory's owner cannot plant it."""
+    return ".%s.%s" % (name, os.urandom(8).hex())
+
+
 def _write(path, text):
-    """Atomically, so that node_exporter and the facts never read half a file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, partial = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.chmod(partial, 0o644)
-    os.replace(partial, path)
+    """Atomically, so that node_exporter and the facts never read half a file; by descriptor, so that
+    root writes and changes the mode of its own new file only, whatever the directory's owner plants."""
+    directory, name = os.path.split(os.path.abspath(path))
+    dir_fd = os.open(directory, DIR_FLAGS)
+    try:
+        for dummy in range(NAME_TRIES):
+            temp = _temp_name(name)
+            try:
+                fd = os.open(temp, NEW_FLAGS, FILE_MODE, dir_fd=dir_fd)
+                break
+            except FileExistsError:  # taken, a link planted there among others: never opened, another name
+                continue
+        else:
+            raise FileExistsError("%s: %d new names for the file were all taken" % (directory, NAME_TRIES))
+        try:
+            with os.fdopen(fd, "w") as handle:
+                os.fchmod(fd, FILE_MODE)  # whatever the umask
+                handle.write(text)
+                handle.flush()
+                os.fsync(fd)
+            os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            os.unlink(temp, dir_fd=dir_fd)
+            raise
+    finally:
+        os.close(dir_fd)
 
 
 def run_with_deadline(argv, timeout_s):
