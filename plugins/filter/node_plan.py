@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import confinement, files, install, models, outcome, plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import cluster, cluster_names, ring_members
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import checked, cluster, cluster_names, ring_members, ring_ports
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.proxy import proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
@@ -39,9 +39,9 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
             others[name] = facts["exo_node_instances"] if "exo_node_instances" in facts else hostvars[name].get("exo_node_instances")
     peers, errors = cluster(host, instances, cluster_hosts, list(inventory_hosts), others, models)
     # What the whole ring computes at once, for the topology file (each instance's patched exo keeps as many
-    # KV caches): the members published so far.
-    ring = ring_members(host, instances, cluster_names(cluster_hosts), others)
-    return {"peers": peers, "ring_requests_in_flight": capacity.ring_requests(ring),
+    # KV caches), and the ports that are the ring's alone: the members published so far, as cluster() took them.
+    ring = ring_members(host, instances, cluster_names(cluster_hosts), checked(others)[0])
+    return {"peers": peers, "ring_requests_in_flight": capacity.ring_requests(ring), "ports": ring_ports(ring),
             "addresses": confinement.ring_addresses(peers), "errors": errors}
 
 
@@ -55,7 +55,8 @@ def _checked(name, settings):
 
 
 def node_firewall(instances, cluster, settings, os_family=None, tunnel=None):
-    return firewall(instances, cluster["peers"], _checked("node_firewall", settings), os_family=os_family, tunnel=tunnel)
+    return firewall(instances, cluster["peers"], _checked("node_firewall", settings), os_family=os_family, tunnel=tunnel,
+                    ring_ports=cluster.get("ports", ()))
 
 
 def node_proxy(instances, settings):
@@ -80,9 +81,9 @@ def node_models(settings, instances, host, store=None, placed=None, free=None):
 
 
 def node_outcome(instances, host, existing=None, devices=None, modprobe=None, units=None, changed=None,
-                 all_changed=False, templates=None):
+                 all_changed=False, templates=None, exo=None):
     return outcome.findings(instances, host, existing=existing or [], devices=devices, modprobe=modprobe,
-                            units=units, changed=changed, all_changed=all_changed, templates=templates)
+                            units=units, changed=changed, all_changed=all_changed, templates=templates, exo=exo)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):

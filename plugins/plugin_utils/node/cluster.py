@@ -33,6 +33,8 @@ def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=()):
     if unknown:
         errors.append("host %s: exo_node_cluster_hosts names %s, not in the inventory; list inventory hosts "
                       "(or a group: \"{{ groups['name'] }}\")" % (host, ", ".join(show(n) for n in unknown)))
+    others, refused = checked(others)
+    errors += ["host %s: %s" % (host, e) for e in refused]
     mine = dict((i["node_id"], i) for i in instances)
     peers = {}
     for name in list(names) + [host]:
@@ -52,6 +54,46 @@ def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=()):
     if not unknown and all(members is not None for members in ring.values()):
         errors.extend(unfit(host, ring, models))
     return peers, errors
+
+
+def _is_port(value):
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536
+
+
+def published_errors(name, instances):
+    """Why what host name published as exo_node_instances cannot reach this host's topology and firewall: each
+    instance a mapping whose ports are port numbers (they go into the firewall's rules) and whose address is
+    text without spaces. Written by the host itself, so a compromised host could publish anything."""
+    if not isinstance(instances, list) or not all(isinstance(i, dict) for i in instances):
+        return ["host %s published exo_node_instances %s, not a list of instances; run the role on it again (its fact "
+                "is the role's alone)" % (name, show(instances))]
+    errors = []
+    for i in instances:
+        ports = i.get("ports") if isinstance(i.get("ports"), dict) else {}
+        bad = dict((k, v) for k, v in sorted(ports.items()) if not _is_port(v))
+        if not ports or bad or not all(k in ports for k in ("grpc", "api")):
+            errors.append("host %s published an instance %s whose ports %s are not port numbers (1-65535) for grpc and "
+                          "api; find out what wrote that fact on %s, then run the role on it again"
+                          % (name, show(i.get("node_id")), show(i.get("ports")), name))
+        address = i.get("address")
+        if not isinstance(address, str) or not address or any(c.isspace() or not c.isprintable() for c in address):
+            errors.append("host %s published an instance %s at the address %s; find out what wrote that fact on %s, "
+                          "then run the role on it again" % (name, show(i.get("node_id")), show(address), name))
+    return errors
+
+
+def checked(others):
+    """(others, each host whose published instances are refused taken as not known, the refusals)."""
+    refusals = dict((name, published_errors(name, theirs)) for name, theirs in others.items() if theirs is not None)
+    return (dict((name, None if refusals.get(name) else theirs) for name, theirs in others.items()),
+            [e for name in sorted(refusals) for e in refusals[name]])
+
+
+def ring_ports(members):
+    """Every port of every ring member's instances (gRPC, API, discovery): the ring's alone on every ring host,
+    which only exo's user and root open (firewall.py's output chain)."""
+    return sorted(set(port for instances in members.values() for i in instances or []
+                      for port in i["ports"].values()))
 
 
 def ring_members(host, instances, names, others):

@@ -10,14 +10,20 @@ discovery only from the ring (the addresses of every instance in the topology), 
 the host itself and the networks in exo_node_api_clients. With the API's proxy (proxy.py) those
 networks reach the proxy's ports instead, and exo's own API ports only the host. Everything else
 reaching those ports is refused; other ports and other tables are not the role's and are left as they are.
-On the host itself only root, exo's user and the proxy's reach exo's API and gRPC ports (an output
-hook on loopback, matching the socket's owner): any other local user would bypass the proxy's tokens.
+An output chain keeps the ring's ports the ring's on every host: only root and exo's user open any
+ring member's gRPC, API or discovery port, at this host's addresses (loopback), at the ring's
+addresses and at the ring hosts' own, through the tunnel or not, TCP and UDP (matching the socket's
+owner); the proxy's worker only this host's API. Any other local user would bypass the proxy's
+tokens, read prompts or inject tokens. With the tunnel on, its network is the ring's alone, and
+nothing for it leaves by another interface: with the tunnel's unit stopped (its interface and route
+gone) a packet for a ring member would otherwise go to the default router in clear.
 The table is kept in place by exo-firewall.service's guard (roles/node/files/firewall_guard.py).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ipaddress
+import json
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
@@ -74,23 +80,47 @@ def _sets(name, networks):
     return result
 
 
-def local_users(settings, os_family):
-    """The host's users that may open exo's API and gRPC ports on the host itself: root, exo's own and,
-    with the proxy on, nginx's worker user. Every other local user is refused there."""
-    users = ["root", settings["exo_node_user"]]
+def ring_users(settings):
+    """The host's users that may open the ring's ports: root and exo's own. Every other local user is refused there."""
+    return sorted(set(["root", settings["exo_node_user"]]))
+
+
+def output(sets, settings, os_family, ports, api, tunnel):
+    """The output chain's rules, each {"what", "rule"} as nft reads it: what this host's own sockets may not send.
+
+    A packet of the kernel's own (WireGuard's, a TCP reset) has no socket owner: "meta skuid" does not match it.
+    """
+    users = "meta skuid != { %s }" % ", ".join(json.dumps(u) for u in ring_users(settings))
+    where = "meta l4proto { tcp, udp } th dport { %s }" % ", ".join(str(p) for p in ports)
+    rules = []
+    if tunnel and tunnel["enabled"]:
+        net = network(tunnel["network"])
+        daddr = "%s daddr %s" % ("ip" if net.version == 4 else "ip6", net)
+        rules += [{"what": "Nothing for the tunnel's network leaves by another interface, whoever sends it: with the "
+                           "tunnel's unit stopped it would reach the default router in clear",
+                   "rule": '%s oifname != { "%s", "lo" } reject' % (daddr, tunnel["interface"])}]
     if settings["exo_node_api_proxy"]:
-        users.append(PROXY_USERS.get(os_family, PROXY_USERS[None]))
-    return sorted(set(users))
+        rules += [{"what": "The proxy's worker reaches this host's exo API, nothing else of the ring's",
+                   "rule": 'oifname "lo" tcp dport { %s } meta skuid %s accept'
+                           % (", ".join(str(p) for p in api), json.dumps(PROXY_USERS.get(os_family, PROXY_USERS[None])))}]
+    if tunnel and tunnel["enabled"]:
+        rules += [{"what": "The tunnel's network is the ring's alone: every port", "rule": "%s %s reject" % (daddr, users)}]
+    rules += [{"what": "The ring's ports at %s" % {"ring": "the ring's addresses", "hosts": "the ring hosts' own addresses"}[s["name"][:-1]],
+               "rule": "%s daddr @%s %s %s reject" % (s["family"], s["name"], where, users)}
+              for s in sets if s["name"][:-1] in ("ring", "hosts") and s["elements"]]
+    rules += [{"what": "The ring's ports at this host's own addresses", "rule": 'oifname "lo" %s %s reject' % (where, users)}]
+    return rules
 
 
-def firewall(instances, peers, settings, os_family=None, tunnel=None):
-    """The table's contents for a host: {"table", "sets", "rules", "local"}.
+def firewall(instances, peers, settings, os_family=None, tunnel=None, ring_ports=()):
+    """The table's contents for a host: {"table", "sets", "rules", "output"}.
 
     instances: the host's instances (their ports); peers: the topology's peers (node_cluster), whose
     addresses make the ring; settings: the role's variables as check_settings() returned them (the API's
     clients, discovery, the proxy, exo's user); os_family: the host's, which names nginx's user. Each rule
     lets one set reach some ports and refuses everyone else there ("from" "host": no set, only the host
-    itself); "local" says which of the host's own users may open exo's API and gRPC ports on the host.
+    itself); "output" says what the host's own users may not send (output()).
+    ring_ports: every port of the ring's instances (cluster.ring_ports()), this host's own added.
     tunnel: the ring's tunnel (tunnel.plan() with tunnel.ring()'s "hosts"), or None: with it on, the
     ring's addresses are tunnel addresses and gRPC is accepted only on the tunnel's interface (a
     packet routed to a tunnel address from outside arrives elsewhere), the tunnel's UDP port only
@@ -115,5 +145,7 @@ def firewall(instances, peers, settings, os_family=None, tunnel=None):
     if settings["exo_node_discovery"] == "udp":
         rules.append({"protocol": "udp", "ports": sorted(i["ports"]["udp"] for i in instances), "from": "ring",
                       "what": "discovery"})
-    local = {"ports": sorted(api + grpc), "users": local_users(settings, os_family)}
-    return {"table": TABLE, "sets": sets, "rules": rules, "local": local}
+    ports = set(ring_ports) | set(port for i in instances for port in i["ports"].values())
+    ports |= set([tunnel["port"]]) if tunnel and tunnel["enabled"] else set()
+    return {"table": TABLE, "sets": sets, "rules": rules,
+            "output": output(sets, settings, os_family, sorted(ports), api, tunnel)}

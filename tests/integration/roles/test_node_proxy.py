@@ -369,6 +369,8 @@ def test_the_firewall_lets_the_clients_reach_the_proxy_and_only_the_host_exos_ap
     # exo's own API: no set may reach it, only the loopback accepted before
     assert [rule for rule in rules if "52415, 52416" in rule and "skuid" not in rule] == [
         "tcp dport { 52415, 52416 } reject with tcp reset"]
-    # on the host itself, only root, exo's user and nginx's reach exo's API and gRPC
-    assert ('oifname "lo" tcp dport { 50051, 50052, 52415, 52416 } meta skuid != { "daemon", "root", "www-data" } '
-            'reject with tcp reset') in rules
+    # on the host itself, nginx's worker reaches exo's API; only root and exo's user every port of the ring
+    assert 'oifname "lo" tcp dport { 52415, 52416 } meta skuid "www-data" accept' in rules
+    assert [rule for rule in rules if rule.startswith('oifname "lo" meta l4proto { tcp, udp }')] == [
+        'oifname "lo" meta l4proto { tcp, udp } th dport { 50051, 50052, 52415, 52416 } meta skuid != { "daemon", "root" } '
+        'reject']

@@ -7,6 +7,8 @@ and node ids or cluster hosts that cannot work."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import pytest
+
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster
 from tests.helpers import plan_node_ok as ok
 from tests.simulated.hosts import uuid
@@ -71,3 +73,41 @@ def test_a_listed_model_the_ring_cannot_hold_is_refused_once_every_member_is_kno
         "; list it only for rings with the memory (exo_node_models per group), or give the ring more instances")
     assert cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": None}, models)[1] == []
     assert cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": cpu}, ["llama-3.2-1b"])[1] == []
+
+
+@pytest.mark.parametrize("change, message", [
+    # a port that would write its own rules into every ring host's nftables table
+    (lambda i: i["ports"].update(grpc="50051 } accept; tcp dport { 22"), "whose ports"),
+    (lambda i: i["ports"].update(api=True), "whose ports"),
+    (lambda i: i["ports"].update(api=70000), "whose ports"),
+    (lambda i: i.pop("ports"), "whose ports"),
+    (lambda i: i.update(address="10.0.0.2\nPostUp = id"), "at the address"),
+    (lambda i: i.update(address=None), "at the address"),
+])
+def test_what_a_host_publishes_of_its_instances_is_checked_before_this_host_takes_it(probed, change, message):
+    from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_cluster
+    mine = ok(probed["one"])["instances"]
+    theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g")["instances"]
+    change(theirs[1])
+    found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], {"h": {}, "g": {"ansible_facts": {"exo_node_instances": theirs}}})
+    assert len(found["errors"]) == 1 and found["errors"][0].startswith(
+        'host h: host g published an instance "g-%s" %s' % (uuid(1), message)), found["errors"]
+    assert "find out what wrote that fact on g, then run the role on it again" in found["errors"][0]
+    # none of g's instances reaches the topology or the firewall's ports
+    assert sorted(found["peers"]) == ["h-" + uuid(0)]
+    assert found["ports"] == sorted(set(mine[0]["ports"].values()))
+
+
+def test_a_host_that_publishes_no_list_of_instances_is_refused_by_name(probed):
+    mine = ok(probed["one"])["instances"]
+    peers, errors = cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": {"g-0": "10.0.0.2"}})
+    assert errors == ['host h: host g published exo_node_instances {"g-0": "10.0.0.2"}, not a list of instances; run '
+                      "the role on it again (its fact is the role's alone)"]
+
+
+def test_the_rings_ports_are_every_port_of_every_members_instances(probed):
+    mine = ok(probed["one"])["instances"]
+    theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g", exo_node_grpc_port=41000)["instances"]
+    assert cluster.ring_ports({"h": mine, "g": theirs, "f": None}) == sorted(
+        set(p for i in mine + theirs for p in i["ports"].values()))
+    assert 41001 in cluster.ring_ports({"h": mine, "g": theirs})

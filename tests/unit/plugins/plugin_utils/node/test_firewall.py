@@ -28,11 +28,11 @@ def checked(**changes):
     return values
 
 
-def table_of(instances, peers, clients, discovery, proxy_base=None, os_family="Debian", **changes):
+def table_of(instances, peers, clients, discovery, proxy_base=None, os_family="Debian", ring_ports=(), **changes):
     proxy = {"exo_node_api_proxy": True, "exo_node_api_proxy_port": proxy_base,
              "exo_node_api_proxy_tokens": ["t" * 32]} if proxy_base else {}
     settings = checked(exo_node_api_clients=clients, exo_node_discovery=discovery, **dict(proxy, **changes))
-    return firewall.firewall(instances, peers, settings, os_family=os_family)
+    return firewall.firewall(instances, peers, settings, os_family=os_family, ring_ports=ring_ports)
 
 
 def test_the_ring_reaches_grpc_and_the_clients_the_api(probed):
@@ -102,19 +102,29 @@ def test_grpc_is_bound_to_the_hosts_address(probed):
     assert all("--node-host=10.0.0.1" in i["args"] for i in ok(probed["one"])["instances"])
 
 
-@pytest.mark.parametrize("changes, os_family, users", [
+@pytest.mark.parametrize("changes, os_family, proxy_user", [
     # root and exo's own user always; nginx's worker user only with the proxy, as the distribution names it
-    ({}, "Debian", ["exo", "root"]),
-    ({"exo_node_user": "llm"}, "RedHat", ["llm", "root"]),
-    ({"proxy_base": 52515}, "Debian", ["exo", "root", "www-data"]),
-    ({"proxy_base": 52515}, "RedHat", ["exo", "nginx", "root"]),
-    ({"proxy_base": 52515}, "Archlinux", ["exo", "nginx", "root"]),
+    ({}, "Debian", None),
+    ({"exo_node_user": "llm"}, "RedHat", None),
+    ({"proxy_base": 52515}, "Debian", "www-data"),
+    ({"proxy_base": 52515}, "RedHat", "nginx"),
+    ({"proxy_base": 52515}, "Archlinux", "nginx"),
 ])
-def test_on_the_host_only_root_exo_and_the_proxy_open_exos_ports(probed, changes, os_family, users):
+def test_only_root_and_exo_open_the_rings_ports_and_the_proxy_this_hosts_api(probed, changes, os_family, proxy_user):
     mine = ok(probed["four"])["instances"]
-    table = table_of(mine, {}, [], "manual", os_family=os_family, **changes)
-    assert table["local"] == {"users": users,
-                              "ports": sorted([i["ports"]["api"] for i in mine] + [i["ports"]["grpc"] for i in mine])}
+    theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g", exo_node_api_port=53000)["instances"]
+    peers = cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": theirs})[0]
+    ring_ports = cluster.ring_ports({"h": mine, "g": theirs})
+    table = table_of(mine, peers, [], "manual", os_family=os_family, ring_ports=ring_ports, **changes)
+    users = '{ "%s", "root" }' % changes.get("exo_node_user", "exo")
+    ports = ", ".join(str(p) for p in sorted(set(p for i in mine + theirs for p in i["ports"].values())))
+    api = ", ".join(str(i["ports"]["api"]) for i in mine)
+    # the other host's API ports are the ring's too
+    assert "53000" in ports and "53001" in ports
+    proxy = ['oifname "lo" tcp dport { %s } meta skuid "%s" accept' % (api, proxy_user)] if proxy_user else []
+    assert [r["rule"] for r in table["output"]] == proxy + [
+        "ip daddr @ring4 meta l4proto { tcp, udp } th dport { %s } meta skuid != %s reject" % (ports, users),
+        'oifname "lo" meta l4proto { tcp, udp } th dport { %s } meta skuid != %s reject' % (ports, users)]
 
 
 @pytest.mark.parametrize("clients, elements", [

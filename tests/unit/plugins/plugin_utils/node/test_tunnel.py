@@ -207,7 +207,8 @@ def test_the_check_before_the_plan_leaves_out_a_host_that_published_nothing(chan
 
 
 def table(probed, with_tunnel):
-    values, errors = check_settings(dict(NODE_SETTINGS, exo_node_address="10.213.0.2"))
+    # a user every Debian has: nft looks the names up as it reads the table
+    values, errors = check_settings(dict(NODE_SETTINGS, exo_node_address="10.213.0.2", exo_node_user="daemon"))
     mine = ok(probed["one"], exo_node_address="10.213.0.2")["instances"]
     peers = cluster.cluster("h", mine, ["h"], ["h"], {})[0]
     tunnel_ = dict(planned(), **node_tunnel_ring(planned(), "gpu-b", published())) if with_tunnel else None
@@ -243,6 +244,10 @@ def test_the_table_renders_the_interface_and_the_tunnels_port(probed, tmp_path):
     assert "\t\ttcp dport { %d } reject with tcp reset\n" % grpc in text
     assert "\t\tudp dport { 51820 } ip saddr @hosts4 accept\n\t\tudp dport { 51820 } ip6 saddr @hosts6 accept\n" in text
     assert "\t\tudp dport { 51820 } reject\n" in text
+    # nothing for the tunnel's network leaves by another interface, and it is the ring's users' alone
+    assert '\t\tip daddr 10.213.0.0/24 oifname != { "exo-ring", "lo" } reject\n' in text
+    assert '\t\tip daddr 10.213.0.0/24 meta skuid != { "daemon", "root" } reject\n' in text
+    assert text.index('oifname != { "exo-ring", "lo" }') < text.index("meta skuid")
     if shutil.which("nft") and os.geteuid() == 0:
         (tmp_path / "firewall.nft").write_text(text)
         proc = subprocess.run(["nft", "-c", "-f", str(tmp_path / "firewall.nft")], stdout=subprocess.PIPE,
