@@ -36,6 +36,9 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import MODEL_REPOS, check_models
 
 INDEX = "model.safetensors.index.json"
+# What huggingface-cli download fetches of a repository for the store: the files the store's check
+# (module_utils/_exo_data.py) accepts, never a repository's pickled original weights.
+DOWNLOAD_INCLUDE = "--include '*.safetensors' '*.json' '*.txt' 'tokenizer.model' '*.tiktoken'"
 # exo's answer to a repository without an index: every *.safetensors file is the shard's.
 EMPTY_INDEX = json.dumps({"metadata": {}, "weight_map": {}}, sort_keys=True) + "\n"
 GB = 1e9
@@ -116,9 +119,10 @@ def placement(host, settings, instances, store=None, placed=None, free=None):
         if not any(path.endswith(".safetensors") for path in files):
             result["errors"].append(
                 "host %s: exo_node_model_store has no *.safetensors file of %s (for exo_node_models %s) in %s/%s %s; "
-                "put the repository's files there (huggingface-cli download %s --local-dir %s/%s) and make its manifest"
+                "put the files a model needs there (huggingface-cli download %s --local-dir %s/%s %s, then remove "
+                "its .cache) and make its manifest"
                 % (host, repo, ", ".join(m for m in settings["exo_node_models"] if MODEL_REPOS.get(m) == repo),
-                   root, repo, where, repo, root, repo))
+                   root, repo, where, repo, root, repo, DOWNLOAD_INCLUDE))
             continue
         have = (placed or {}).get(repo) or {}
         missing = sum(size for path, size in files.items() if have.get(path) != size)

@@ -100,8 +100,9 @@ def test_a_store_without_the_model_is_refused_with_what_to_do(instances):
                                  store=manifests([REPO], {"config.json": 10}))
     assert placement["errors"] == [
         "host h: exo_node_model_store has no *.safetensors file of %s (for exo_node_models llama-3.2-1b, "
-        "llama-3.2-1b-8bit) in /store/%s on the controller; put the repository's files there "
-        "(huggingface-cli download %s --local-dir /store/%s) and make its manifest" % (REPO, REPO, REPO, REPO)]
+        "llama-3.2-1b-8bit) in /store/%s on the controller; put the files a model needs there "
+        "(huggingface-cli download %s --local-dir /store/%s --include '*.safetensors' '*.json' '*.txt' 'tokenizer.model' "
+        "'*.tiktoken', then remove its .cache) and make its manifest" % (REPO, REPO, REPO, REPO)]
 
 
 def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
