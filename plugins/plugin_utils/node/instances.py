@@ -118,7 +118,9 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
                                       " (reading it failed: %s)" % minors_error if minors_error else "", candidate["name"]))
         cpu_list, numa_node = _placement(settings, gpu.get("cpu_list"), gpu.get("numa_node"))
         capabilities = gpu_capabilities(gpu, candidate["memory_mib"])
-    env.update((key, str(value)) for key, value in settings["exo_node_extra_env"].items())
+    # exo_node_extra_env's values may be secrets (HF_TOKEN): the instance, a published and cacheable fact, names
+    # them only; the env file (templates/instance.env.j2) takes the values from the variable, never logged.
+    extra_env = sorted(settings["exo_node_extra_env"])
     ports = {"grpc": settings["exo_node_grpc_port"] + slot, "api": settings["exo_node_api_port"] + slot,
              "udp": settings["exo_node_udp_port"] + slot, "broadcast": settings["exo_node_broadcast_port"]}
     node_id = "%s-%s" % (settings["exo_node_id_prefix"], candidate["name"])
@@ -146,6 +148,7 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
         "minor": (gpu or {}).get("minor"),
         "render_node": (gpu or {}).get("render_node"),
         "env": env,
+        "extra_env": extra_env,
         "args": args + [str(a) for a in settings["exo_node_extra_args"]],
         "devices": devices + list(settings["exo_node_device_allow_extra"]),
         "cpu_list": cpu_list,

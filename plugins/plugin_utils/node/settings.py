@@ -38,14 +38,15 @@ DEVICE_ALLOW_RE = re.compile(r"^(/dev/\S+|char-\S+|block-\S+)( [rwm]{1,3})?$")
 GPU_DEVICE_RE = re.compile(r"^(/dev/nvidia[0-9]+|/dev/nvidia-caps/|char-nvidia)")
 # What systemd reads differently in a unit or environment file: it splits at whitespace, takes
 # quotes and backslashes as quoting, '%' as a specifier and ';' as a command separator.
-UNIT_PATH_RE = re.compile(r"^[^\s\"'\\$%;`]*$")
+UNIT_PATH_RE = re.compile(r"^[^\s\"'\\$%;`\x00-\x1f\x7f]*$")
 # $EXO_NODE_ARGS is split at whitespace and unquoted when exo starts: quotes and backslashes vanish,
 # and a '$' is never expanded.
 ARG_BAD_RE = re.compile(r"[\"'\\$]")
 
 PORT = {"range": (1, 65535)}
-UNIT_PATH = {"match": (UNIT_PATH_RE, "; the unit files name it, and systemd would read whitespace, quotes, "
-                                     "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them")}
+UNIT_PATH = {"match": (UNIT_PATH_RE, "; the unit files name it, and systemd would read whitespace, control "
+                                     "characters, quotes, backslashes, '$', '%', ';' or '`' in it differently: choose a "
+                                     "path without them")}
 ACCOUNT = {"match": (ACCOUNT_RE, ", which is not an account name; use lowercase letters, digits, '_' or '-', "
                                  "starting with a letter or '_'")}
 NGINX_PATH = {"match": (proxy.NGINX_PATH_RE, "; give an absolute path on the host without whitespace, quotes, "
@@ -80,6 +81,8 @@ RULES = {
     "exo_node_install_dir": UNIT_PATH,
     "exo_node_config_dir": UNIT_PATH,
     "exo_node_data_dir": UNIT_PATH,
+    # The root watcher's unit gets it as ReadWritePaths= and its --metrics argument.
+    "exo_node_health_textfile_dir": UNIT_PATH,
     "exo_node_user": ACCOUNT,
     "exo_node_group": ACCOUNT,
     "exo_node_restart_sec": {"range": (0, 3600)},
@@ -139,7 +142,9 @@ SYSTEM_DIRS = frozenset((
     "/usr/lib64", "/usr/local", "/usr/local/bin", "/usr/local/lib", "/usr/sbin", "/usr/share", "/var", "/var/cache",
     "/var/lib", "/var/log", "/var/tmp",
 ))
-DIRS = {"exo_node_install_dir": "/opt/exo", "exo_node_config_dir": "/etc/exo", "exo_node_data_dir": "/var/lib/exo"}
+# The directories the role owns or a root unit writes (ReadWritePaths=), each with an example.
+DIRS = {"exo_node_install_dir": "/opt/exo", "exo_node_config_dir": "/etc/exo", "exo_node_data_dir": "/var/lib/exo",
+        "exo_node_health_textfile_dir": "/var/lib/prometheus/node-exporter"}
 # Environment the role sets for pinning and identity; tinygrad's own variables are added per version.
 OWNED_ENV = {
     "CUDA_VISIBLE_DEVICES": "exo_node_gpus",
@@ -264,8 +269,10 @@ def _check_extra_env(values):
                           "it sets (exo_node_model_source, exo_node_model_store; a mirror becomes HF_ENDPOINT); "
                           "give the mirror there instead")
         elif not isinstance(value, (str, int, float)) or ENV_VALUE_BAD_RE.search(str(value)):
-            errors.append("exo_node_extra_env %s is %s; a value is a string without newlines, quotes, "
-                          "backslashes or '$'" % (key, show(value)))
+            # Never the value itself: it may be a secret.
+            errors.append("exo_node_extra_env %s is not a plain value (a %s%s); a value is a string without newlines, "
+                          "quotes, backslashes or '$'" % (key, type(value).__name__,
+                                                          " with one of those" if isinstance(value, str) else ""))
     return errors
 
 

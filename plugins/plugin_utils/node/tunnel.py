@@ -79,14 +79,16 @@ def plan(settings, host):
     ring's sorted names: the same on every run while the ring keeps its hosts.
     """
     ring = sorted(set(settings["exo_node_cluster_hosts"]) | set([host]))
-    if not settings["exo_node_ring_tunnel"] or len(ring) < 2:
-        return dict(OFF, ring=ring)
+    # Checked on every host, used or not: a bad network is refused where it is given, not on the day the
+    # operator adds the ring's second host.
     network, error = _network(settings)
     errors = [error] if error else []
     address = None
     if network is not None:
         address, error = _address(settings, network, ring, host)
         errors += [error] if error else []
+    if not settings["exo_node_ring_tunnel"] or len(ring) < 2:
+        return dict(OFF, ring=ring, errors=["host %s: %s" % (host, e) for e in errors])
     if settings["exo_node_discovery"] != "manual":
         errors.append("exo_node_discovery is %s, whose broadcasts WireGuard does not carry, and the ring's tunnel "
                       "(exo_node_ring_tunnel) is on; use exo_node_discovery: manual, or set exo_node_ring_tunnel: "

@@ -114,9 +114,9 @@ def test_the_check_runs_on_its_own_clock_while_the_monitor_talks_of_other_tables
               "g.main(['inet', 'gpufleet_exo', %r])" % (os.path.dirname(guard.__file__), guard.NFT, str(path)))
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
+        # the guard's first load done and recorded
+        assert proc.stdout.readline().decode().startswith("keeping table inet gpufleet_exo")
         deadline = time.monotonic() + 20
-        while not state.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
         # removed without a line of the monitor's about it
         state.unlink()
         while not state.exists() and time.monotonic() < deadline:
@@ -125,4 +125,4 @@ def test_the_check_runs_on_its_own_clock_while_the_monitor_talks_of_other_tables
     finally:
         proc.kill()
         proc.wait()
-    assert len(loads(log)) == 2
+    assert len(loads(log)) >= 2

@@ -122,13 +122,13 @@ REFUSED = [
     ("driver", "exo_driver_reboot_timeout", 5, "exo_driver_reboot_timeout is 5; it must be from 60 to 86400"),
     # paths the unit files name
     ("node", "exo_node_data_dir", "/var/lib/my exo",
-     'exo_node_data_dir is "/var/lib/my exo"; the unit files name it, and systemd would read whitespace, quotes, '
+     'exo_node_data_dir is "/var/lib/my exo"; the unit files name it, and systemd would read whitespace, control characters, quotes, '
      "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them"),
     ("node", "exo_node_install_dir", "/opt/exo%i",
-     'exo_node_install_dir is "/opt/exo%i"; the unit files name it, and systemd would read whitespace, quotes, '
+     'exo_node_install_dir is "/opt/exo%i"; the unit files name it, and systemd would read whitespace, control characters, quotes, '
      "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them"),
     ("node", "exo_node_config_dir", '/etc/"exo"',
-     'exo_node_config_dir is "/etc/\\"exo\\""; the unit files name it, and systemd would read whitespace, quotes, '
+     'exo_node_config_dir is "/etc/\\"exo\\""; the unit files name it, and systemd would read whitespace, control characters, quotes, '
      "backslashes, '$', '%', ';' or '`' in it differently: choose a path without them"),
     # a commit that cannot move
     ("node", "exo_node_git_version", "e4238f9ef",

@@ -24,7 +24,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan, settings
-from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, with_tinygrad
+from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, node_templates, with_tinygrad
 from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused
 from tests.simulated.hosts import uuid
 
@@ -149,7 +149,7 @@ def test_discovery_and_engine_arguments(probed):
 def test_extras_are_added_after_the_roles_own(probed):
     [instance] = ok(probed["one"], exo_node_extra_args=["--max-parallel-downloads=2"], exo_node_extra_env={"DEBUG": 2},
                     exo_node_device_allow_extra=["/dev/infiniband/uverbs0 rw"])["instances"]
-    assert instance["args"][-1] == "--max-parallel-downloads=2" and instance["env"]["DEBUG"] == "2"
+    assert instance["args"][-1] == "--max-parallel-downloads=2" and instance["extra_env"] == ["DEBUG"]
     assert instance["devices"][-1] == "/dev/infiniband/uverbs0 rw"
 
 
@@ -231,10 +231,17 @@ def test_mig_minors_missing(probed):
     ("exo_node_data_dir", "/etc", ["exo_node_data_dir is \"/etc\", a directory of the system", "such as /var/lib/exo"]),
     ("exo_node_install_dir", "/usr/", ["exo_node_install_dir is \"/usr/\", a directory of the system"]),
     ("exo_node_config_dir", "/", ["exo_node_config_dir is \"/\", a directory of the system"]),
+    # the root health watcher's ReadWritePaths= and --metrics: one path, never the system's
+    ("exo_node_health_textfile_dir", "/etc", ["exo_node_health_textfile_dir is \"/etc\", a directory of the system",
+                                              "such as /var/lib/prometheus/node-exporter"]),
+    ("exo_node_health_textfile_dir", "/var/lib/node exporter/textfile",
+     ["exo_node_health_textfile_dir", "systemd would read whitespace, control characters"]),
+    ("exo_node_health_textfile_dir", "/var/lib/node-exporter\x1b[2J", ["exo_node_health_textfile_dir", "control characters"]),
+    ("exo_node_data_dir", "/var/lib/exo\x07", ["exo_node_data_dir", "control characters"]),
     ("exo_node_extra_env", {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, ["sets CUDA_VISIBLE_DEVICES, which the role sets"]),
     ("exo_node_extra_env", {"EXO_NODE_ARGS": "--x"}, ["sets EXO_NODE_ARGS, which the role sets from exo_node_extra_args"]),
     ("exo_node_extra_env", {"VISIBLE_DEVICES": "1"}, ["sets VISIBLE_DEVICES, which tinygrad 0.10.0 reads"]),
-    ("exo_node_extra_env", {"X": "a\"b"}, ["exo_node_extra_env X is \"a\\\"b\""]),
+    ("exo_node_extra_env", {"X": "a\"b"}, ["exo_node_extra_env X is not a plain value (a str with one of those)"]),
     ("exo_node_extra_env", {"1X": "a"}, ["exo_node_extra_env name \"1X\""]),
     ("exo_node_device_allow_extra", ["/dev/foo rwx"], ["\"/dev/foo rwx\" is not a DeviceAllow= value"]),
     ("exo_node_device_allow_extra", ["/dev/nvidia1 rw"], ["\"/dev/nvidia1 rw\" gives every instance a GPU's device node"]),
@@ -367,3 +374,19 @@ def test_the_cpu_node_gives_way_to_gpu_nodes(probed):
 def test_existing_instances_are_read_from_their_env_files(probed):
     result = ok(probed["four"], existing=["/etc/exo/instances/%s.env" % uuid(0), "/etc/exo/instances/cpu.env"])
     assert result["existing"] == [uuid(0), "cpu"] and result["removed"] == ["cpu"]
+
+
+def test_extra_env_values_stay_out_of_the_published_instances_and_reach_only_the_env_file(probed):
+    """exo_node_extra_env may hold a secret (HF_TOKEN): the instances, a cacheable fact every run publishes, name it
+    only; the env file, which only root and exo's group read, holds its value after the role's own."""
+    secret = "hf_0123456789abcdefSECRET"
+    [instance] = ok(probed["one"], exo_node_extra_env={"HF_TOKEN": secret, "DEBUG": 2})["instances"]
+    assert secret not in json.dumps(instance) and instance["extra_env"] == ["DEBUG", "HF_TOKEN"]
+    text = node_templates().get_template("instance.env.j2").render(
+        item=instance, ansible_managed="Ansible managed", exo_node_discovery="manual",
+        exo_node_extra_env={"HF_TOKEN": secret, "DEBUG": 2})
+    lines = text.splitlines()
+    assert 'HF_TOKEN="%s"' % secret in lines and 'DEBUG="2"' in lines
+    # every variable once, sorted by name as dictsort sorts (case aside), as before
+    names = [line.split("=", 1)[0] for line in lines if "=" in line and not line.startswith("#")][1:]
+    assert names == sorted(names, key=str.lower) and len(names) == len(set(names)) == len(instance["env"]) + 2

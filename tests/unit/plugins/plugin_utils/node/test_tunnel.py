@@ -105,6 +105,23 @@ def test_bad_tunnel_settings_are_refused_with_the_variable_and_what_to_do(change
     assert len(errors) == 1 and errors[0].startswith("host gpu-b: " + message), errors
 
 
+@pytest.mark.parametrize("changes", [
+    {"exo_node_ring_tunnel": False},
+    {"exo_node_cluster_hosts": ["gpu-b"]},
+])
+@pytest.mark.parametrize("bad, message", [
+    ({"exo_node_ring_tunnel_network": "8.8.8.0/24"}, 'exo_node_ring_tunnel_network is "8.8.8.0/24"; give a private'),
+    ({"exo_node_ring_tunnel_network": "10.213.0.0/33"}, 'exo_node_ring_tunnel_network is "10.213.0.0/33", not a network'),
+    ({"exo_node_ring_tunnel_network": "off"}, 'exo_node_ring_tunnel_network is "off", not a network'),
+    ({"exo_node_ring_tunnel_address": "10.9.0.1"}, 'exo_node_ring_tunnel_address is "10.9.0.1", not an address of'),
+    ({"exo_node_ring_tunnel_address": "fd00::2"}, 'exo_node_ring_tunnel_address is "fd00::2", not an address of'),
+])
+def test_the_tunnels_settings_are_checked_where_no_tunnel_uses_them(changes, bad, message):
+    mine = planned(**dict(changes, **bad))
+    assert mine["enabled"] is False
+    assert len(mine["errors"]) == 1 and mine["errors"][0].startswith("host gpu-b: " + message), mine["errors"]
+
+
 def test_a_bad_port_is_refused_by_the_settings():
     dummy, errors = check_settings(settings(exo_node_ring_tunnel_port=70000))
     assert any(e.startswith("exo_node_ring_tunnel_port is 70000") for e in errors), errors
