@@ -234,9 +234,41 @@ class NoRemoteCode(object):
 def patch_tokenizers(module):
     """exo loads a model's processor and tokenizer with trust_remote_code=True: a model whose configuration
     maps a class to a *.py of its directory (auto_map) runs that code in exo. Patched, transformers is
-    told not to; such a model then fails to load, as transformers says, and no code of it runs."""
+    told not to; such a model then fails to load, as transformers says, and no code of it runs.
+    patch_remote_code() makes sure of it in transformers itself, whatever exo's source."""
     module.AutoProcessor = NoRemoteCode(module.AutoProcessor)
     module.AutoTokenizer = NoRemoteCode(module.AutoTokenizer)
+
+
+class RemoteCodeRefused(ValueError):
+    """A model's own code that transformers was about to run (a ValueError, as transformers' own refusal is)."""
+
+
+def refuse_remote_code(what):
+    def refuse(*args, **kwargs):
+        raise RemoteCodeRefused("gpufleet.exo runs no code of a model (%s %s): this virtualenv's transformers always "
+                                "has trust_remote_code=False" % (what, ", ".join(repr(a) for a in args[:2])))
+    return refuse
+
+
+def patch_remote_code(module):
+    """transformers.dynamic_module_utils, whatever exo's source and transformers' version: every Auto class (config,
+    tokenizer, processor, model, image processor, feature extractor) asks its resolve_trust_remote_code whether to
+    run a model's code, and is answered as if trust_remote_code=False were given (a model that has no class but its
+    own then fails to load, as transformers says; no interactive question either); the functions that import a
+    model's code (get_class_from_dynamic_module, which the pipelines and agents also call, and get_class_in_module)
+    refuse. The Auto classes take these names from this module as they are first imported, after the patch."""
+    resolve = getattr(module, "resolve_trust_remote_code", None)
+    if resolve is not None:
+        def resolve_trust_remote_code(*args, **kwargs):
+            if args:
+                args = (False,) + args[1:]
+            else:
+                kwargs["trust_remote_code"] = False
+            return resolve(*args, **kwargs)
+        module.resolve_trust_remote_code = resolve_trust_remote_code
+    for name in ("get_class_from_dynamic_module", "get_class_in_module"):
+        setattr(module, name, refuse_remote_code(name))
 
 
 # The model ids the node role placed for an instance (plugins/plugin_utils/node/models.py, instance_env()).
@@ -690,7 +722,11 @@ def patch_tinygrad_engine(module):
     engine_class.ensure_shard, engine_class.poll_state = ensure_shard, poll_state
 
 
-# module -> ({sha256 of a source the patch was written against: the exo release it comes from}, patch)
+# Where a patch applies to the module whatever its source: transformers' own refusal of a model's code.
+ANY_SOURCE = None
+# module -> ({sha256 of a source the patch was written against: the exo release it comes from}, patch), or
+# (ANY_SOURCE, patch). The node role refuses an exo whose sources these tables do not know before it installs
+# anything (check(), run by gpufleet.exo.exo_venv with --check), unless the operator opted in to an unpatched exo.
 PATCHES = {
     "exo.topology.device_capabilities": (
         {"d0498756e39b7f132a127eb7561394c20086ec229a1430a733520fe38b8c4d73": "exo e4238f9ef"},
@@ -705,12 +741,25 @@ PATCHES = {
         {"b8b5e83e2ecdab8c4f5335b88b5c1c9d42e739b97d9bcd21db2f670fe0cc272f": "exo e4238f9ef"}, patch_tinygrad_engine),
     "exo.inference.tokenizers": (
         {"e679c1407433535a1f298936a5045d8fc10c6c190d103d80ef0415e6588eda64": "exo e4238f9ef"}, patch_tokenizers),
+    "transformers.dynamic_module_utils": (ANY_SOURCE, patch_remote_code),
 }
+
+
+def digest(data):
+    return hashlib.sha256(data).hexdigest()
 
 
 def sha256(path):
     with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read()).hexdigest()
+        return digest(handle.read())
+
+
+def unknown_source(name, origin, found, known):
+    """What is said of module name whose source (at origin, with sha256 found) is not one of known, the sources its
+    patch was written against; origin None: no source of it was found."""
+    where = "%s, sha256 %s" % (origin, found) if origin else "no source of it found"
+    return "%s (%s) is not a source this collection knows (%s)" % (
+        name, where, ", ".join("sha256 %s of %s" % (h, known[h]) for h in sorted(known)))
 
 
 class Finder(object):
@@ -730,11 +779,11 @@ class Finder(object):
         else:
             return None
         known, patch = self.patches[name]
-        digest = sha256(spec.origin) if spec.origin and spec.has_location else None
-        if digest not in known:
-            say("%s (%s, sha256 %s) is not a source this collection knows (%s): left as exo ships it"
-                % (name, spec.origin, digest, ", ".join(sorted(known.values()))))
-            return spec
+        if known is not ANY_SOURCE:
+            found = sha256(spec.origin) if spec.origin and spec.has_location else None
+            if found not in known:
+                say("%s: left as exo ships it" % unknown_source(name, spec.origin, found, known))
+                return spec
         run_module = spec.loader.exec_module
 
         def exec_module(module):
@@ -749,3 +798,84 @@ def install():
     """Put the finder first, once (a .pth file runs for every Python of the virtualenv)."""
     if not any(isinstance(finder, Finder) for finder in sys.meta_path):
         sys.meta_path.insert(0, Finder())
+
+
+def installed_source(name):
+    """(where, content) of module name's source as this Python's import path finds it, without running it or the
+    packages above it; (None, None) where it finds none. A directory on the path is searched as Python's own finder
+    searches it: a package (with __init__.py) first, then a module, else its part of a namespace package."""
+    locations = [entry or os.getcwd() for entry in sys.path]
+    for part in name.split("."):
+        portions, found = [], None
+        for location in locations:
+            package = os.path.join(location, part)
+            if os.path.isfile(os.path.join(package, "__init__.py")):
+                found = (os.path.join(package, "__init__.py"), [package])
+            elif os.path.isfile(package + ".py"):
+                found = (package + ".py", [])
+            elif os.path.isdir(package):
+                portions.append(package)
+            if found:
+                break
+        origin, locations = found or (None, portions)
+        if not locations and origin is None:
+            return None, None
+    if origin is None:  # a namespace package has no source
+        return None, None
+    with open(origin, "rb") as handle:
+        return origin, handle.read()
+
+
+def wheel_source(name, wheels):
+    """(where, content) of module name's source in the first of wheels that holds it, as pip would install it (at the
+    top of the wheel, or under its .data/purelib or platlib); (None, None) where none does. (Imported here, not at
+    the top: the .pth file imports this file at every start of the virtualenv's Python.)"""
+    import re
+    import zipfile
+    relative = name.replace(".", "/")
+    member = re.compile(r"^([^/]+\.data/(purelib|platlib)/)?%s(\.py|/__init__\.py)$" % re.escape(relative))
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            for entry in sorted(archive.namelist()):
+                if member.match(entry):
+                    return "%s in %s" % (entry, wheel), archive.read(entry)
+    return None, None
+
+
+def check(wheels=None, patches=None):
+    """Whether each module of patches (PATCHES) that is patched only where its source is known is such a source:
+    {"modules": [{"module", "origin", "sha256", "known", "matches"}], "unknown": [what unknown_source() says of each
+    that is not]}. The sources are read from wheels (paths of wheels: an exo still to be installed), else where this
+    Python would import them; none is run."""
+    patches = PATCHES if patches is None else patches
+    modules, unknown = [], []
+    for name in sorted(patches):
+        known = patches[name][0]
+        if known is ANY_SOURCE:
+            continue
+        origin, content = wheel_source(name, wheels) if wheels is not None else installed_source(name)
+        found = digest(content) if content is not None else None
+        modules.append({"module": name, "origin": origin, "sha256": found, "known": known, "matches": found in known})
+        if found not in known:
+            unknown.append(unknown_source(name, origin, found, known))
+    return {"modules": modules, "unknown": unknown}
+
+
+def main(argv):
+    """--check [WHEEL or DIRECTORY OF WHEELS ...]: check()'s answer as JSON on stdout; with no path, of the sources
+    this Python imports."""
+    if argv[:1] != ["--check"]:
+        sys.stderr.write("usage: %s --check [WHEEL or DIRECTORY OF WHEELS ...]\n" % os.path.basename(__file__))
+        return 2
+    wheels = None
+    if argv[1:]:
+        wheels = []
+        for path in argv[1:]:
+            wheels += (sorted(os.path.join(path, n) for n in os.listdir(path) if n.endswith(".whl"))
+                       if os.path.isdir(path) else [path])
+    sys.stdout.write(json.dumps(check(wheels), sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

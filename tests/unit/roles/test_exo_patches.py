@@ -2,8 +2,9 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """roles/node/files/gpufleet_exo_patches.py on a module shaped as exo's device_capabilities: which entry of the
-discovery file an instance reads, and that only a source the table knows is patched. Real exo with the patch:
-tests/integration/test_exo_wheelhouse.py."""
+discovery file an instance reads, and that only a source the table knows is patched; its --check, which the node
+role runs before it installs or keeps exo; and transformers' refusal of a model's code, whatever exo's source. Real
+exo with the patch: tests/integration/test_exo_wheelhouse.py, test_exo_tokenizers.py."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -12,7 +13,9 @@ import hashlib
 import importlib.util
 import json
 import os
+import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -120,8 +123,8 @@ def test_a_source_the_table_does_not_know_is_left_as_exo_ships_it(fake_exo, topo
     monkeypatch.setattr(sys, "argv", ["exo", "--node-id=h1-gpu1", "--discovery-module=manual",
                                       "--discovery-config-path=" + topology])
     assert asyncio.run(module.device_capabilities()).to_dict() == EXOS_OWN
-    assert ("gpufleet.exo: %s (%s, sha256 %s) is not a source this collection knows (exo e4238f9ef): left as exo "
-            "ships it" % (name, module.__file__, digest)) in capsys.readouterr().err
+    assert ("gpufleet.exo: %s (%s, sha256 %s) is not a source this collection knows (sha256 %s of exo e4238f9ef): "
+            "left as exo ships it" % (name, module.__file__, digest, "0" * 64)) in capsys.readouterr().err
 
 
 def test_other_imports_are_not_the_finders(monkeypatch):
@@ -351,6 +354,150 @@ def test_exos_tokenizers_are_loaded_without_remote_code(tmp_path, monkeypatch):
 def test_the_tokenizers_patch_is_written_against_exos_source():
     known, patch = patches.PATCHES["exo.inference.tokenizers"]
     assert patch is patches.patch_tokenizers and list(known.values()) == ["exo e4238f9ef"]
+
+
+# The node role's check of exo's sources before it installs or keeps them (gpufleet.exo.exo_venv runs the file with
+# --check): the table and the hashing of the finder itself.
+SCRIPT = os.path.join(REPO, "roles", "node", "files", "gpufleet_exo_patches.py")
+KNOWN_CAPABILITIES = "d0498756e39b7f132a127eb7561394c20086ec229a1430a733520fe38b8c4d73"
+
+
+def test_the_check_names_a_source_it_does_not_know_its_sha256_and_the_known_one(fake_exo):
+    name, digest = fake_exo
+    table = {name: ({"0" * 64: "exo e4238f9ef", "1" * 64: "exo 1111111"}, patches.patch_device_capabilities),
+             "gf_fake_exo.gone": ({"2" * 64: "exo e4238f9ef"}, patches.patch_node),
+             "gf_fake_exo.any": (patches.ANY_SOURCE, patches.patch_node)}
+    found = patches.check(patches=table)
+    origin = os.path.join(sys.path[0], *name.split(".")) + ".py"
+    assert found["modules"] == [
+        {"module": "gf_fake_exo.gone", "origin": None, "sha256": None, "known": {"2" * 64: "exo e4238f9ef"},
+         "matches": False},
+        {"module": name, "origin": origin, "sha256": digest, "known": table[name][0], "matches": False}]
+    assert found["unknown"] == [
+        "gf_fake_exo.gone (no source of it found) is not a source this collection knows (sha256 %s of exo e4238f9ef)"
+        % ("2" * 64),
+        "%s (%s, sha256 %s) is not a source this collection knows (sha256 %s of exo e4238f9ef, sha256 %s of exo "
+        "1111111)" % (name, origin, digest, "0" * 64, "1" * 64)]
+    # Nothing was imported to read them.
+    assert not [n for n in sys.modules if n.startswith("gf_fake_exo")]
+    found = patches.check(patches={name: ({digest: "exo test"}, patches.patch_device_capabilities)})
+    assert found["unknown"] == [] and found["modules"][0]["matches"]
+
+
+def fake_wheel(path, files):
+    with zipfile.ZipFile(str(path), "w") as archive:
+        for member, text in sorted(files.items()):
+            archive.writestr(member, text)
+    return str(path)
+
+
+def test_the_check_reads_exos_wheels_with_the_files_own_table(tmp_path):
+    """What the role runs on the host: the file itself with --check, on the wheelhouse pip is about to install from."""
+    (tmp_path / "wheels").mkdir()
+    fake_wheel(tmp_path / "wheels" / "helper-1.0-py3-none-any.whl", {"helper.py": "VALUE = 1\n"})
+    wheel = fake_wheel(tmp_path / "wheels" / "exo-0.0.1-py3-none-any.whl",
+                       {"exo/__init__.py": "", "exo/topology/device_capabilities.py": MODULE,
+                        "exo-0.0.1.data/purelib/exo/orchestration/node.py": "class Node(object):\n    pass\n"})
+    proc = subprocess.run([sys.executable, "-I", SCRIPT, "--check", str(tmp_path / "wheels")], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    by_name = dict((m["module"], m) for m in found["modules"])
+    # Every module whose patch needs a known source, and no other: transformers' is patched whatever its source.
+    assert sorted(by_name) == sorted(n for n, (known, dummy) in patches.PATCHES.items() if known is not None)
+    assert "transformers.dynamic_module_utils" in patches.PATCHES and "transformers.dynamic_module_utils" not in by_name
+    capabilities = by_name["exo.topology.device_capabilities"]
+    assert capabilities["origin"] == "exo/topology/device_capabilities.py in %s" % wheel
+    assert capabilities["sha256"] == hashlib.sha256(MODULE.encode()).hexdigest() and not capabilities["matches"]
+    assert by_name["exo.orchestration.node"]["origin"].startswith("exo-0.0.1.data/purelib/exo/orchestration/node.py in ")
+    assert ("exo.topology.device_capabilities (exo/topology/device_capabilities.py in %s, sha256 %s) is not a source "
+            "this collection knows (sha256 %s of exo e4238f9ef)" % (wheel, capabilities["sha256"], KNOWN_CAPABILITIES)
+            in found["unknown"])
+    assert len(found["unknown"]) == len(by_name)
+    proc = subprocess.run([sys.executable, "-I", SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    assert proc.returncode == 2 and "usage:" in proc.stderr
+
+
+# transformers' own gate of a model's code, as transformers 4.46.3 has it (transformers/dynamic_module_utils.py):
+# the Auto classes ask resolve_trust_remote_code, then import the model's class with get_class_from_dynamic_module.
+TRANSFORMERS = {
+    "__init__.py": "",
+    "dynamic_module_utils.py": '''
+RAN = []
+
+
+def resolve_trust_remote_code(trust_remote_code, model_name, has_local_code, has_remote_code):
+    if has_remote_code and not has_local_code and not trust_remote_code:
+        raise ValueError("Loading %s requires you to execute the configuration file in that repo" % model_name)
+    return trust_remote_code
+
+
+def get_class_from_dynamic_module(class_reference, pretrained_model_name_or_path, **kwargs):
+    RAN.append(class_reference)
+    return type("ModelsOwn", (object,), {})
+
+
+def get_class_in_module(class_name, module_path, force_reload=False):
+    RAN.append(class_name)
+''',
+    "auto.py": '''
+from .dynamic_module_utils import get_class_from_dynamic_module, resolve_trust_remote_code
+
+
+class LocalTokenizer(object):
+    pass
+
+
+class AutoTokenizer(object):
+    @classmethod
+    def from_pretrained(cls, path, trust_remote_code=None, local=False):
+        trust_remote_code = resolve_trust_remote_code(trust_remote_code, path, local, True)
+        if trust_remote_code:
+            return get_class_from_dynamic_module("tokenization_evil.EvilTokenizer", path)
+        return LocalTokenizer
+''',
+}
+# exo's tokenizers module, changed: the finder does not know its source, so exo's own patch is not made.
+EXO_TOKENIZERS = '''
+from transformers.auto import AutoTokenizer
+
+
+def resolve(path, local=False):
+    return AutoTokenizer.from_pretrained(path, trust_remote_code=True, local=local)
+'''
+
+
+@pytest.fixture
+def fake_transformers(tmp_path, monkeypatch):
+    """A transformers shaped as above and an exo whose tokenizers module no table knows, importable from tmp_path."""
+    for package, files in (("transformers", TRANSFORMERS),
+                           ("exo", {"__init__.py": ""}), ("exo/inference", {"__init__.py": "",
+                                                                            "tokenizers.py": EXO_TOKENIZERS})):
+        (tmp_path / package).mkdir()
+        for name, text in files.items():
+            (tmp_path / package / name).write_text(text)
+    names = lambda: [n for n in sys.modules if n.split(".")[0] in ("transformers", "exo")]
+    assert names() == []
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield
+    for name in names():
+        del sys.modules[name]
+
+
+def test_transformers_runs_no_code_of_a_model_whatever_exos_source(fake_transformers, monkeypatch, capsys):
+    tokenizers = load("exo.inference.tokenizers", patches.Finder(), monkeypatch)
+    assert "exo.inference.tokenizers" in patches.PATCHES  # left as it ships: its sha256 is not the known one
+    assert "is not a source this collection knows" in capsys.readouterr().err
+    dynamic = sys.modules["transformers.dynamic_module_utils"]
+    with pytest.raises(ValueError, match="requires you to execute the configuration file"):
+        tokenizers.resolve("/models/evil")
+    # A model transformers has a class of its own for loads with it, not with the model's.
+    assert tokenizers.resolve("/models/evil", local=True).__name__ == "LocalTokenizer"
+    for name in ("get_class_from_dynamic_module", "get_class_in_module"):
+        with pytest.raises(patches.RemoteCodeRefused, match="gpufleet.exo runs no code of a model"):
+            getattr(dynamic, name)("tokenization_evil.EvilTokenizer", "/models/evil")
+    assert dynamic.RAN == []
 
 
 def test_a_request_whose_ring_broke_frees_its_place_at_the_gate(exo):
