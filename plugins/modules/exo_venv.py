@@ -11,6 +11,11 @@ module: exo_venv
 short_description: Install exo, what it needs and the collection's patches into exo's virtualenv
 version_added: 1.0.0
 description:
+  - With O(patches), first runs that file of O(files) (the collection's patches of exo,
+    C(gpufleet_exo_patches.py)) with C(--check) on exo's sources - the wheels O(spec) names where
+    O(install), else the exo installed in the virtualenv - and refuses, before the virtualenv is
+    made, pip runs or any file is written, sources that are not the ones its table knows, naming
+    each module, its sha256 and the known ones; with O(unpatched) it goes on and warns instead.
   - Makes exo's virtualenv at O(path) with O(python) where it is missing.
   - With O(install), installs exo into it without its dependencies (C(--force-reinstall --no-deps O(spec))),
     then the requirements exo declares, as the filter P(gpufleet.exo.exo_requirements#filter) shapes them
@@ -68,6 +73,21 @@ options:
     description: File names and their content, written into the virtualenv's C(purelib) with mode C(0644).
     type: dict
     default: {}
+  patches:
+    description:
+      - The name among O(files) of the collection's patches of exo, whose C(--check) says whether exo's sources
+        are the ones its table knows (RV(patches)). Not given, nothing is checked.
+      - With O(install), exo's sources are read from O(spec)'s wheel, or from the wheels beside the requirements
+        file it names (C(--requirement=FILE)); outside check mode, before pip runs. Without, from the installed exo,
+        where the virtualenv exists.
+    type: str
+  unpatched:
+    description:
+      - With O(patches), go on where exo's sources are not the ones the patches know, and warn on every run, instead
+        of failing. exo then runs without the patches of those modules; transformers' refusal of a model's code
+        does not depend on them. The node role's C(exo_node_exo_unpatched).
+    type: bool
+    default: false
   marker:
     description: The file that records the source exo was installed from.
     type: path
@@ -137,6 +157,15 @@ commands:
   returned: always
   type: list
   elements: list
+patches:
+  description:
+    - What the check of O(patches) found. C(checked) is C(wheelhouse) (the exo pip installed), C(virtualenv) (the
+      one installed) or null where nothing was checked (no O(patches), or in check mode an install still to come).
+    - C(modules), each patched only where its source is known - C(module), C(origin), C(sha256), C(known) (each known
+      sha256 and the exo release it comes from), C(matches); C(unknown), a line for each source not known; C(warning),
+      what is said with O(unpatched) where some are not known, else null.
+  returned: always
+  type: dict
 """
 
 import os
@@ -159,7 +188,8 @@ def main():
                            add_requirements=dict(type="list", elements="str", default=[]),
                            files=dict(type="dict", default={}), marker=dict(type="path", required=True),
                            source_id=dict(type="str", required=True),
-                           probe_packages=dict(type="list", elements="str", default=[])),
+                           probe_packages=dict(type="list", elements="str", default=[]),
+                           patches=dict(type="str"), unpatched=dict(type="bool", default=False)),
         required_if=[("install", True, ["spec"])],
         supports_check_mode=True)
 
@@ -180,9 +210,11 @@ def main():
         return changed
 
     try:
-        result = install(module.params, module.run_command, put, module.check_mode)
+        result = install(module.params, module.run_command, put, module.check_mode, scratch=module.tmpdir)
     except StepFailed as failure:
         module.fail_json(msg=str(failure))
+    if result["patches"]["warning"]:
+        module.warn(result["patches"]["warning"])
     module.exit_json(**result)
 
 

@@ -50,8 +50,10 @@ def source(tmp_path_factory):
 
 def role_run(tmp_path, source):
     """The node role's install phase with exo_node_source path and no wheelhouse; exo's virtualenv under tmp_path."""
+    # The stand-in has none of exo's modules: the role installs it only with the opt-in to an exo the patches do not know.
     return install_phase(tmp_path, dict(exo_node_source="path", exo_node_source_path=source, exo_node_wheel_cache=CACHE,
-                                        exo_node_python=HOST_PYTHON, exo_node_add_requirements=[]), verbose=True)
+                                        exo_node_python=HOST_PYTHON, exo_node_add_requirements=[],
+                                        exo_node_exo_unpatched=True), verbose=True)
 
 
 def task(output, name):

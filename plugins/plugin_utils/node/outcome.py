@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What a run of the node role found: device nodes missing, exposure figures, instances to restart.
+"""What a run of the node role found: device nodes missing, exposure figures, instances to restart, an exo
+run without the collection's patches.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -83,8 +84,18 @@ def restarts(instances, existing, changed, all_changed=False, started=None):
     return [name for name in names if name in wanted]
 
 
+def unpatched_note(exo):
+    """The summary's line where exo runs without some of the collection's patches (exo_node_exo_unpatched let it):
+    exo is gpufleet.exo.exo_venv's result, whose "patches" names them. None where it does not, or was not checked."""
+    modules = [m["module"] for m in ((exo or {}).get("patches") or {}).get("modules") or [] if not m.get("matches")]
+    if not modules:
+        return None
+    return ("exo runs without the collection's patches of %s, whose sources they do not know "
+            "(exo_node_exo_unpatched: true); transformers still runs no code of a model" % ", ".join(modules))
+
+
 def findings(instances, host, existing=(), devices=None, modprobe=None, units=None, changed=None,
-             all_changed=False, templates=None):
+             all_changed=False, templates=None, exo=None):
     """What the configure step found, from what its tasks registered (each argument may be left out).
 
     units: exo_unit_check's answer; its security check gives each exposure, its started check the
@@ -92,6 +103,8 @@ def findings(instances, host, existing=(), devices=None, modprobe=None, units=No
 
     templates: the registered template loop over node_files' templates, for "written". The template
     unit's entry there names every instance, so its change restarts every instance that ran.
+
+    exo: gpufleet.exo.exo_venv's result, for "unpatched" (unpatched_note()).
     """
     missing = missing_devices(devices)
     return {
@@ -102,4 +115,5 @@ def findings(instances, host, existing=(), devices=None, modprobe=None, units=No
         "exposure": exposures(units),
         "written": written(templates),
         "restart": restarts(instances, existing, changed, all_changed=all_changed, started=units),
+        "unpatched": unpatched_note(exo),
     }

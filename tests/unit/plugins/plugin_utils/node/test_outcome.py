@@ -110,4 +110,25 @@ def test_missing_device_nodes_and_what_nvidia_modprobe_said(probed):
     assert outcome.findings([], "h", devices={"/dev/nvidia0": True}) == {
         "missing_devices": [], "modprobe_needed": False, "devices_note": None, "exposure": {}, "restart": [],
         "written": {"unit": False, "env": False, "dropin": False, "limits": False, "topology": False,
-                    "firewall": False, "firewall_unit": False, "reload": False}}
+                    "firewall": False, "firewall_unit": False, "reload": False}, "unpatched": None}
+
+
+def module(name, matches):
+    return {"module": name, "origin": "/opt/exo/lib/python3.12/site-packages/%s.py" % name.replace(".", "/"),
+            "sha256": "0" * 64, "known": {"1" * 64: "exo e4238f9ef"}, "matches": matches}
+
+
+def test_the_summary_says_which_modules_run_without_the_patches():
+    """gpufleet.exo.exo_venv's result where exo_node_exo_unpatched let an exo the patches do not know in."""
+    exo = {"exo_changed": False, "patches": {"checked": "virtualenv", "warning": "...", "unknown": ["...", "..."],
+                                             "modules": [module("exo.api.chatgpt_api", False),
+                                                         module("exo.orchestration.node", True),
+                                                         module("exo.inference.tokenizers", False)]}}
+    assert outcome.findings([], "h", exo=exo)["unpatched"] == (
+        "exo runs without the collection's patches of exo.api.chatgpt_api, exo.inference.tokenizers, whose sources "
+        "they do not know (exo_node_exo_unpatched: true); transformers still runs no code of a model")
+    # Every source known, nothing checked (check mode before an install), or no install task in this run (--tags).
+    known = {"patches": {"checked": "wheelhouse", "warning": None, "unknown": [],
+                         "modules": [module("exo.api.chatgpt_api", True)]}}
+    unchecked = {"patches": {"checked": None, "modules": [], "unknown": [], "warning": None}}
+    assert [outcome.findings([], "h", exo=e)["unpatched"] for e in (known, unchecked, {}, None)] == [None] * 4
