@@ -27,9 +27,9 @@ from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_clust
 from ansible_collections.gpufleet.exo.plugins.filter.node_tunnel import node_tunnel, node_tunnel_ring
 from tests.helpers import NODE_SETTINGS, node_templates, plan_node_ok as ok, recorded_facts
 
+NEEDS = ("nft", "ip", "setpriv")
 pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or not (shutil.which("nft") and shutil.which("ip") and shutil.which("setpriv")
-                               and os.path.exists("/usr/bin/python3")),
+    os.geteuid() != 0 or not all(shutil.which(tool) for tool in NEEDS) or not os.path.exists("/usr/bin/python3"),
     reason="needs root, nft, ip, setpriv and /usr/bin/python3")
 
 HOSTS = {"gf-fw-a": {"address": "192.0.2.1", "tunnel": "10.213.0.1"},

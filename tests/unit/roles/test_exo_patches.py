@@ -477,7 +477,8 @@ def fake_transformers(tmp_path, monkeypatch):
         (tmp_path / package).mkdir()
         for name, text in files.items():
             (tmp_path / package / name).write_text(text)
-    names = lambda: [n for n in sys.modules if n.split(".")[0] in ("transformers", "exo")]
+    def names():
+        return [n for n in sys.modules if n.split(".")[0] in ("transformers", "exo")]
     assert names() == []
     monkeypatch.syspath_prepend(str(tmp_path))
     yield

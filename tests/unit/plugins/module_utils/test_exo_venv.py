@@ -77,8 +77,8 @@ def wheelhouse(tmp_path):
 
 def params(tmp_path, **changes):
     """What the node role gives the module (roles/node/tasks/install.yml), for an install from the host's wheelhouse."""
-    values = {"path": str(tmp_path / "exo"), "python": sys.executable, "pip": [str(tmp_path / "exo" / "bin" / "python"),
-                                                                                 "-m", "pip", "install"],
+    pip = [str(tmp_path / "exo" / "bin" / "python"), "-m", "pip", "install"]
+    values = {"path": str(tmp_path / "exo"), "python": sys.executable, "pip": pip,
               "install": True, "spec": "--requirement=%s" % (tmp_path / "wheelhouse" / "requirements.txt"),
               "skip_requirements": [], "replace_requirements": {}, "tinygrad_requirement": "", "add_requirements": [],
               "files": {"gpufleet_exo_patches.py": PATCHES_FILE, "gpufleet_exo_patches.pth": "import gpufleet_exo_patches\n"},
