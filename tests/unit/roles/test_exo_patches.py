@@ -477,6 +477,7 @@ def fake_transformers(tmp_path, monkeypatch):
         (tmp_path / package).mkdir()
         for name, text in files.items():
             (tmp_path / package / name).write_text(text)
+
     def names():
         return [n for n in sys.modules if n.split(".")[0] in ("transformers", "exo")]
     assert names() == []
