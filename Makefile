@@ -1,5 +1,5 @@
 # Entry points. Each one installs what it needs first (scripts/bootstrap.sh).
-.PHONY: release site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet bench-inference bench-requests build docs clean
+.PHONY: release site facts test unit sanity matrix lint integration site-test molecule bench bench-fleet bench-site bench-inference bench-requests build docs clean
 
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
@@ -31,6 +31,12 @@ bench:
 bench-fleet:
 	@scripts/bootstrap.sh
 	.venv/bin/python benchmarks/fleet.py $(ARGS)
+
+# site.yml in check mode over 1 and 10 simulated hosts against Ansible's floor, then its planners over
+# 1,000 and 10,000 hosts in-process; about ten minutes on two busy cores (--sizes 1,10,100 for more).
+bench-site:
+	@scripts/bootstrap.sh
+	.venv/bin/python benchmarks/fleet_site.py $(ARGS)
 
 # The changelog from the fragments for galaxy.yml's version, then the artifact (scripts/release.sh).
 release:

@@ -1,0 +1,482 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpufleet.exo contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What site.yml costs the controller as the fleet grows, against Ansible's floor, and what its planners cost per host.
+
+    make bench-site        (or: .venv/bin/python benchmarks/fleet_site.py --sizes 1,10 --rounds 1
+                                 --fleet-sizes 1000,10000 --one-ring 1000 --calls 100, the defaults)
+
+The defaults take about ten minutes on two busy cores: each site.yml run on 10 hosts one and a half
+to two, the report's page for 10,000 hosts two. --sizes 100 is ten times the 10 hosts' runs.
+--no-site and --no-planners leave a part out.
+
+site.yml: the probe, the driver role and the node role in check mode, over 1, 10 (--sizes) simulated
+hosts on the local connection, in rings of up to 8 (--ring-size): a group per ring, whose
+exo_node_cluster_hosts names the ring's hosts. Each host is a simulated one of tests/simulated/hosts.py
+(4, 1, 2 and 8 H100s in turn): its own /sys tree (device_facts_rootfs) and, through a two-line
+interpreter wrapper that is its ansible_python_interpreter, its own simulated libnvidia-ml config;
+its own exo_node_address and directories. The driver role only plans (exo_driver_plan_only); the
+node role installs the stand-in of tests/standin, as the local inventory does.
+Per size and round, interleaved (a different case first each round):
+
+    site.yml --check            the whole main job
+    site.yml --check, again     the same once more (see "second run" below)
+    floor                       Ansible's floor on the same inventory: a play of as many tasks per host
+                                as site.yml ran there, ansible.builtin.ping for each that ran a module
+                                on the host (a loop's items each count) and a trivial set_fact for each
+                                that ran on the controller alone (set_fact, debug, fail, include_*...);
+                                counted in site.yml's first run by a small callback, mean per host.
+
+Prints per size the median wall time, the CPU seconds per host (user+sys of every process of the run),
+the peak resident memory of its largest process, and site.yml against the floor in wall time and CPU.
+Both figures are getrusage(RUSAGE_CHILDREN) of a parent forked for the one run: its peak is the largest
+since that parent started, so the benchmark's own process could not give each run's.
+
+The second run: a real run that is followed by one that changes nothing cannot be had here. Every
+simulated host is this one machine: their units would all go to its /etc/systemd/system, their
+firewall tables, tunnels and service account would be its own, each host overwriting the last (so a
+second run would change them back), and this machine, which runs other jobs, would be changed.
+So the check-mode run is measured twice. A check-mode run of a fresh host skips what depends on
+what the install would have made; a steady-state run of a real fleet may run more tasks.
+
+With the local connection the hosts' modules run on the controller: the CPU and memory figures count
+them too. The floor carries the same, which the ratio takes out; it does not take out what a real
+fleet adds (SSH, the network, the hosts' own disks and CPUs).
+
+The planners: the controller-side filters that read the ring's or the fleet's hosts, in-process, over
+1,000 and 10,000 hosts (--fleet-sizes) in rings of 8, and over one ring of 1,000 (--one-ring), which
+is what the role's default exo_node_cluster_hosts (every host of the play) makes. The hostvars are
+as the role publishes them: each host's exo_node_instances from the node_plan filter on recorded
+facts of tests/fixtures/simulated (its ring's tunnel decided first by node_tunnel, as tunnel_plan.yml
+does), its exo_node_ring_peer with a public key (as tunnel.yml publishes it), its inventory's
+exo_node_address and exo_node_cluster_hosts. The tunnel's network is a /16 so that a ring of 1,000
+gets addresses. Per host, as the role (and verify.yml, for ring_capacity) calls them: node_tunnel,
+node_plan, node_tunnel_ring, node_cluster, node_firewall, ring_capacity (llama-3.1-70b); per fleet,
+once: fleet_capacity and fleet_report_html, shown per host (their time over the hosts). A per-host
+planner is called on --calls hosts spread over the fleet (every host where the fleet has no more),
+not on all: node_cluster reads every host of the play, so calling it on each of 10,000 takes the square.
+Prints CPU microseconds per host (median over the rounds) and the ratio 10,000/1,000: 1.0 is flat,
+10 is a cost per host that grows with the fleet. The one ring of 1,000 is expected to grow with the
+ring's size, so with the square of the fleet for the fleet: it is measured at 1,000 only.
+
+What it does not measure: SSH and real hosts (benchmarks/fleet.py measures gathering over SSH), a
+run that installs or changes anything, the templating around the filters in a play (Ansible's
+hostvars build a host's variables on each read; here they are plain dicts, so the in-process
+figures are the filters' own cost, a floor of what they cost in a play), the driver role's install
+paths, the real exo.
+"""
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import base64
+import hashlib
+import ipaddress
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [p for p in (REPO, os.path.join(REPO, ".build", "collections")) if p not in sys.path]
+
+from tests import helpers  # noqa: E402
+from tests.simulated import hosts as simhosts  # noqa: E402
+from tests.simulated import nvml as simnvml  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as fleet_filters  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.filter import node_plan as node_filters  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.filter import node_tunnel as tunnel_filters  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.filter import ring_capacity as ring_filters  # noqa: E402
+
+# The simulated hosts, in turn: H100s four, one, two and eight to a host.
+KINDS = ("four", "one", "two", "eight")
+RING_SIZE = 8
+# The model ring_capacity asks about (verify.yml asks for each of exo_node_models).
+MODEL = "llama-3.1-70b"
+
+# ---- site.yml over simulated hosts --------------------------------------------------------------
+
+# Actions that run on the controller alone; every other task that ran is a module's round trip.
+CONTROLLER_ACTIONS = frozenset(("set_fact", "debug", "fail", "assert", "group_by", "add_host", "meta", "include_tasks",
+                                "include_role", "include_vars", "import_tasks", "import_role", "validate_argument_spec",
+                                "set_stats", "pause"))
+
+# A callback that counts, per host, the tasks (a loop's items each) that ran on it, by where they ran.
+COUNTER = '''
+import json, os
+from ansible.plugins.callback import CallbackBase
+CONTROLLER = %r
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "fleet_site_count"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, *args, **kwargs):
+        super(CallbackModule, self).__init__(*args, **kwargs)
+        self.counts = {}
+
+    def _count(self, result, *args, **kwargs):
+        action = result._task.action.replace("ansible.builtin.", "").replace("ansible.legacy.", "")
+        host = self.counts.setdefault(result._host.get_name(), {"host": 0, "controller": 0})
+        host["controller" if action in CONTROLLER else "host"] += 1
+
+    def _task(self, result, *args, **kwargs):
+        if "results" not in result._result:  # a loop: its items were counted
+            self._count(result)
+
+    v2_runner_on_ok = v2_runner_on_failed = _task
+    v2_runner_item_on_ok = v2_runner_item_on_failed = _count
+
+    def v2_playbook_on_stats(self, stats):
+        with open(os.environ["FLEET_SITE_COUNTS"], "w") as handle:
+            json.dump(self.counts, handle)
+''' % (sorted(CONTROLLER_ACTIONS),)
+
+
+def rings(names, most=RING_SIZE):
+    """names in consecutive rings of at most `most`, as even in size as they can be."""
+    count = -(-len(names) // most)
+    return [names[i * len(names) // count:(i + 1) * len(names) // count] for i in range(count)]
+
+
+def floor_play(host_tasks, controller_tasks):
+    """Ansible's floor for that many tasks per host: ping for a module's round trip, set_fact for the controller's."""
+    tasks = ["    - name: Round trip %d\n      ansible.builtin.ping:\n" % (n + 1) for n in range(host_tasks)]
+    tasks += ["    - name: On the controller %d\n      ansible.builtin.set_fact:\n        floor_fact: %d\n" % (n + 1, n)
+              for n in range(controller_tasks)]
+    return "- name: Ansible's floor\n  hosts: all\n  gather_facts: false\n  tasks:\n" + "".join(tasks)
+
+
+def per_host(counts):
+    """(module round trips, tasks on the controller) per host, the means over the hosts, rounded."""
+    hosts = list(counts.values())
+    return tuple(int(round(sum(c[where] for c in hosts) / float(len(hosts)))) for where in ("host", "controller"))
+
+
+def recap(output):
+    """{host: (ok, changed, unreachable, failed)} from a play recap."""
+    return dict((m.group(1), tuple(int(n) for n in m.groups()[1:])) for m in re.finditer(
+        r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output, re.M))
+
+
+def interpreter(tmp, name, env):
+    """A host's ansible_python_interpreter: this Python with the host's simulated libnvidia-ml in its environment
+    (site.yml sets no environment of its own, and the local connection has the controller's)."""
+    path = os.path.join(tmp, name + ".python")
+    with open(path, "w") as handle:
+        exports = "".join("export %s=%s\n" % item for item in sorted(env.items()))
+        handle.write("#!/bin/sh\n%sexec %s \"$@\"\n" % (exports, sys.executable))
+    os.chmod(path, 0o755)
+    return path
+
+
+def site_inventory(tmp, lib, count, ring_size):
+    hosts, groups = {}, {}
+    names = ["gpu%03d" % n for n in range(count)]
+    for number, name in enumerate(names):
+        env, root = simhosts.write(tmp, name, lib, *simhosts.HOSTS[KINDS[number % len(KINDS)]])
+        paths = os.path.join(tmp, "paths", name)
+        hosts[name] = {"ansible_python_interpreter": interpreter(tmp, name, env), "device_facts_rootfs": root,
+                       "exo_node_address": str(ipaddress.ip_address("10.64.0.1") + number),
+                       "exo_node_install_dir": paths + "/install", "exo_node_config_dir": paths + "/config",
+                       "exo_node_data_dir": paths + "/data"}
+    for number, ring in enumerate(rings(names, ring_size)):
+        groups["ring%02d" % number] = {"hosts": dict((name, hosts[name]) for name in ring),
+                                       "vars": {"exo_node_cluster_hosts": ring}}
+    return {"all": {"children": {"exo_nodes": {"children": groups}}, "vars": {
+        "ansible_connection": "local",
+        # Root here already; the plays' become would ask for sudo.
+        "ansible_become": False,
+        "device_facts_tinygrad": False,
+        "fleet_report_dir": "",
+        "exo_driver_plan_only": True,
+        "exo_node_refresh_facts": "never", "exo_node_manage_packages": False, "exo_node_python": sys.executable,
+        "exo_node_python_max_version": "%d.%d" % sys.version_info[:2],
+        "exo_node_source": "path", "exo_node_source_path": os.path.join(REPO, "tests", "standin"),
+        "exo_node_exo_unpatched": True}}}
+
+
+def measured(argv, env, log):
+    """(rc, wall s, CPU s, peak RSS MiB) of a command and every process it starts. A forked parent runs it:
+    RUSAGE_CHILDREN's peak is the largest process since its parent started, so each run needs a parent of its own."""
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        try:
+            with open(log, "w") as out:
+                started = time.perf_counter()
+                rc = subprocess.call(argv, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+                wall = time.perf_counter() - started
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            os.write(writer, json.dumps([rc, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024.0]).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as handle:
+        answer = handle.read()
+    os.waitpid(pid, 0)
+    if not answer:
+        raise SystemExit("the run of %s gave no figures" % " ".join(argv))
+    return json.loads(answer)
+
+
+CASES = ("site.yml --check", "site.yml --check, again", "floor")
+
+
+def run_case(work, size, case, forks, floor):
+    """One run of a case on the inventory of size hosts: its figures, the tasks counted per host."""
+    counts = os.path.join(work, "counts-%d.json" % size)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS=str(forks), ANSIBLE_CALLBACK_PLUGINS=os.path.join(work, "callbacks"),
+               ANSIBLE_CALLBACKS_ENABLED="fleet_site_count", FLEET_SITE_COUNTS=counts,
+               ANSIBLE_LOCAL_TEMP=os.path.join(work, "ansible-tmp"))
+    env.pop("LD_LIBRARY_PATH", None)
+    play = os.path.join(REPO, "site.yml")
+    if case == "floor":
+        play = os.path.join(work, "floor-%d.yml" % size)
+        with open(play, "w") as handle:
+            handle.write(floor_play(*floor))
+    log = os.path.join(work, "log-%d.txt" % size)
+    rc, wall, cpu, peak = measured([os.path.join(helpers.BIN, "ansible-playbook"), "--check", "-i",
+                                    os.path.join(work, "inventory-%d.json" % size), play], env, log)
+    with open(log) as handle:
+        output = handle.read()
+    hosts = recap(output)
+    bad = sorted(h for h, (ok, changed, unreachable, failed) in hosts.items() if unreachable or failed)
+    if rc != 0 or bad or len(hosts) != size:
+        raise SystemExit("%s on %d hosts: rc %d, %d hosts in the recap, failed %s:\n%s"
+                         % (case, size, rc, len(hosts), bad, output[-4000:]))
+    with open(counts) as handle:
+        return {"wall": wall, "cpu": cpu, "peak": peak}, json.load(handle)
+
+
+def site_part(args, sizes):
+    lib = simnvml.build("current")
+    work = tempfile.mkdtemp(prefix="gpufleet-fleet-site-")
+    samples, floors = {}, {}
+    try:
+        os.makedirs(os.path.join(work, "callbacks"))
+        with open(os.path.join(work, "callbacks", "fleet_site_count.py"), "w") as handle:
+            handle.write(COUNTER)
+        for size in sizes:
+            with open(os.path.join(work, "inventory-%d.json" % size), "w") as handle:
+                json.dump(site_inventory(os.path.join(work, "hosts-%d" % size), lib, size, args.ring_size), handle)
+        for round_ in range(args.rounds):
+            for size in sizes:
+                # The first round starts with site.yml, whose tasks the floor counts; later ones rotate.
+                order = CASES[round_ % len(CASES):] + CASES[:round_ % len(CASES)]
+                for case in order:
+                    sample, counts = run_case(work, size, case, args.forks, floors.get(size))
+                    if case != "floor":
+                        floors.setdefault(size, per_host(counts))
+                    samples.setdefault((size, case), []).append(sample)
+                    print("round %d, %3d hosts, %-24s %7.1f s  CPU %6.1f s  peak %5.0f MiB"
+                          % (round_ + 1, size, case, sample["wall"], sample["cpu"], sample["peak"]), flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return site_rows(samples, floors, sizes, args.ring_size)
+
+
+def site_rows(samples, floors, sizes, ring_size):
+    """[(hosts, rings, tasks per host, case, wall s, CPU s per host, peak MiB, wall x floor, CPU x floor)], medians."""
+    rows = []
+    for size in sizes:
+        floor = dict((key, statistics.median(s[key] for s in samples[(size, "floor")])) for key in ("wall", "cpu"))
+        for case in CASES:
+            wall, cpu, peak = [statistics.median(s[key] for s in samples[(size, case)]) for key in ("wall", "cpu", "peak")]
+            rows.append((size, len(rings(list(range(size)), ring_size)), "%d+%d" % floors[size], case, wall, cpu / size, peak,
+                         wall / floor["wall"], cpu / floor["cpu"]))
+    return rows
+
+
+def print_site(rows, args):
+    print("\nsite.yml in check mode over simulated hosts (local connection, forks %d, rings of up to %d), median of %d "
+          "round(s); tasks per host: module round trips + controller-only tasks, the floor's too"
+          % (args.forks, args.ring_size, args.rounds))
+    print("%5s %5s %7s  %-24s %8s %10s %9s %8s %8s"
+          % ("hosts", "rings", "tasks", "case", "wall s", "CPU s/host", "peak MiB", "wall xfl", "CPU xfl"))
+    for row in rows:
+        print("%5d %5d %7s  %-24s %8.1f %10.2f %9.0f %8.2f %8.2f" % row)
+
+
+# ---- the planners, in-process ----------------------------------------------------------------------
+
+PER_HOST = ("node_tunnel", "node_plan", "node_tunnel_ring", "node_cluster", "node_firewall", "ring_capacity")
+PER_FLEET = ("fleet_capacity", "fleet_report_html")
+
+
+def base_settings():
+    """The role's variables as __exo_node_settings holds them, before the host's own."""
+    settings = dict(helpers.NODE_DEFAULTS, exo_node_refresh_facts="never",
+                    # Room for a ring of 10,000 (the default /24 holds 254 hosts).
+                    exo_node_ring_tunnel_network="10.213.0.0/16")
+    return settings
+
+
+def ring_key(name):
+    """A WireGuard public key's form, one per host."""
+    return base64.b64encode(hashlib.sha256(name.encode()).digest()).decode()
+
+
+def planner_fleet(count, ring_size):
+    """{host: what the role holds there} and the hostvars the role publishes, for count hosts in rings of ring_size."""
+    facts = dict((kind, helpers.with_tinygrad(helpers.recorded_facts(kind))) for kind in KINDS)
+    names = ["gpu%05d" % n for n in range(count)]
+    ring_of = dict((name, ring) for ring in rings(names, ring_size) for name in ring)
+    base = base_settings()
+    hosts, hostvars = {}, {}
+    for number, name in enumerate(names):
+        own = {"exo_node_id_prefix": name, "exo_node_address": str(ipaddress.ip_address("10.64.0.1") + number),
+               "exo_node_cluster_hosts": ring_of[name]}
+        settings = dict(base, **own)
+        tunnel = tunnel_filters.node_tunnel(settings, name)
+        planned_settings = dict(settings, **tunnel["settings"])
+        kind = facts[KINDS[number % len(KINDS)]]
+        planned = node_filters.node_plan(kind, planned_settings, name)
+        if planned["errors"] or tunnel["errors"]:
+            raise SystemExit("host %s: %s" % (name, planned["errors"] + tunnel["errors"]))
+        hosts[name] = {"settings": settings, "planned_settings": planned_settings, "tunnel": tunnel, "facts": kind,
+                       "instances": planned["instances"], "ring": ring_of[name]}
+        hostvars[name] = dict(own, ansible_facts={
+            "device_capabilities": kind, "exo_node_instances": planned["instances"],
+            "exo_node_ring_peer": dict(tunnel["published"], public_key=ring_key(name))})
+    return names, hosts, hostvars
+
+
+def called(names, calls):
+    """The hosts a per-host planner is called on: calls of them drawn over the fleet (the same on every run, and
+    of every kind, which a stride would not give: the kinds come in turn), or all (calls 0, or no more hosts)."""
+    if not calls or calls >= len(names):
+        return list(names)
+    return sorted(random.Random(0).sample(names, calls))
+
+
+def time_planners(names, hosts, hostvars, calls):
+    """{planner: CPU µs per host}: per-host planners over the hosts called, per-fleet ones once over all."""
+    spent = dict((name, 0.0) for name in PER_HOST)
+    chosen = called(names, calls)
+    clock = time.process_time
+    for name in chosen:
+        host = hosts[name]
+        started = clock()
+        tunnel = tunnel_filters.node_tunnel(host["settings"], name)
+        middle = clock()
+        node_filters.node_plan(host["facts"], host["planned_settings"], name)
+        done = clock()
+        spent["node_tunnel"] += middle - started
+        spent["node_plan"] += done - middle
+        started = clock()
+        peers = tunnel_filters.node_tunnel_ring(tunnel, name, hostvars)
+        middle = clock()
+        cluster = node_filters.node_cluster(host["instances"], name, host["ring"], names, hostvars, play_hosts=names)
+        done = clock()
+        spent["node_tunnel_ring"] += middle - started
+        spent["node_cluster"] += done - middle
+        started = clock()
+        node_filters.node_firewall(host["instances"], cluster, host["planned_settings"], os_family="Debian",
+                                   tunnel=dict(tunnel, **peers))
+        middle = clock()
+        fit = ring_filters.ring_capacity(MODEL, host["ring"], hostvars)
+        done = clock()
+        spent["node_firewall"] += middle - started
+        spent["ring_capacity"] += done - middle
+        if peers["errors"] or cluster["errors"] or fit is None:
+            raise SystemExit("host %s: %s" % (name, peers["errors"] + cluster["errors"]))
+    result = dict((name, 1e6 * total / len(chosen)) for name, total in spent.items())
+    started = clock()
+    report = fleet_filters.fleet_capacity(names, hostvars)
+    middle = clock()
+    fleet_filters.fleet_report_html(report)
+    done = clock()
+    result.update(fleet_capacity=1e6 * (middle - started) / len(names), fleet_report_html=1e6 * (done - middle) / len(names))
+    return result, len(chosen)
+
+
+def planner_part(args, fleet_sizes, one_ring):
+    """{(hosts, ring size): {planner: median µs per host}} and {(hosts, ring size): hosts called}."""
+    layouts = [(size, args.ring_size) for size in fleet_sizes] + [(size, size) for size in one_ring]
+    fleets, samples, chosen = {}, dict((layout, []) for layout in layouts), {}
+    for round_ in range(args.rounds):
+        for layout in layouts:
+            if layout not in fleets:
+                started = time.perf_counter()
+                fleets[layout] = planner_fleet(*layout)
+                print("planners: %d hosts in rings of %d built in %.1f s" % (layout + (time.perf_counter() - started,)),
+                      flush=True)
+            sample, chosen[layout] = time_planners(*fleets[layout], calls=args.calls)
+            samples[layout].append(sample)
+            print("round %d, planners, %5d hosts in rings of %5d: %s" % (
+                round_ + 1, layout[0], layout[1], ", ".join("%s %.0f" % (n, sample[n]) for n in PER_HOST + PER_FLEET)),
+                flush=True)
+    medians = dict((layout, dict((name, statistics.median(s[name] for s in runs)) for name in PER_HOST + PER_FLEET))
+                   for layout, runs in samples.items())
+    return medians, chosen
+
+
+def planner_rows(medians, ringed, one_ring):
+    """[(planner, "host" or "fleet", [µs per host at each layout of ringed, then of one_ring], ratio of the largest
+    ringed fleet to the smallest, or None)]."""
+    rows = []
+    for name in PER_HOST + PER_FLEET:
+        values = [medians[layout][name] for layout in ringed + one_ring]
+        ratio = values[len(ringed) - 1] / values[0] if len(ringed) > 1 and values[0] else None
+        rows.append((name, "host" if name in PER_HOST else "fleet", values, ratio))
+    return rows
+
+
+def print_planners(medians, chosen, args, ringed, one_ring):
+    print("\nthe planners in-process: CPU microseconds per host, median of %d round(s); per-host planners called on %s "
+          "hosts; per-fleet ones once, over every host" % (args.rounds, ", ".join(
+              "%d of %d" % (chosen[layout], layout[0]) for layout in ringed + one_ring)))
+    heads = ["%d, rings of %d" % layout for layout in ringed] + ["%d, one ring" % layout[0] for layout in one_ring]
+    ratio_head = "%d/%d" % (ringed[-1][0], ringed[0][0]) if len(ringed) > 1 else "ratio"
+    print("%-18s %-9s " % ("planner", "called") + " ".join("%17s" % h for h in heads) + " %11s" % ratio_head)
+    for name, per, values, ratio in planner_rows(medians, ringed, one_ring):
+        print("%-18s %-9s " % (name, "per " + per) + " ".join("%17.0f" % v for v in values)
+              + " %11s" % ("-" if ratio is None else "%.2f" % ratio))
+    if len(ringed) > 1:
+        print("%s: 1.0 is a cost per host that stays flat; %.0f, one that grows with the fleet."
+              % (ratio_head, float(ringed[-1][0]) / ringed[0][0]))
+    if one_ring:
+        print("One ring of every host (the default exo_node_cluster_hosts) is expected to cost each host in proportion "
+              "to the ring, so the fleet with its square: measured at %s hosts only."
+              % ", ".join(str(layout[0]) for layout in one_ring))
+
+
+def sizes_list(text):
+    return [int(s) for s in text.split(",") if s.strip()]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    parser.add_argument("--sizes", default="1,10", help="site.yml's fleet sizes, comma-separated (default 1,10)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--forks", type=int, default=10)
+    parser.add_argument("--ring-size", type=int, default=RING_SIZE)
+    parser.add_argument("--fleet-sizes", default="1000,10000", help="the planners' fleet sizes in rings (default 1000,10000)")
+    parser.add_argument("--one-ring", default="1000", help="the planners' sizes as one ring of every host (default 1000)")
+    parser.add_argument("--calls", type=int, default=100, help="hosts a per-host planner is called on (0: every host)")
+    parser.add_argument("--no-site", action="store_true")
+    parser.add_argument("--no-planners", action="store_true")
+    args = parser.parse_args()
+    site = None if args.no_site else site_part(args, sizes_list(args.sizes))
+    planners = None if args.no_planners else planner_part(args, sizes_list(args.fleet_sizes), sizes_list(args.one_ring))
+    if site:
+        print_site(site, args)
+    if planners:
+        print_planners(planners[0], planners[1], args, [(size, args.ring_size) for size in sizes_list(args.fleet_sizes)],
+                       [(size, size) for size in sizes_list(args.one_ring)])
+
+
+if __name__ == "__main__":
+    main()
