@@ -36,6 +36,14 @@ def concerns(text, family, table):
     return re.search(r"(^|\s)%s %s(\s|$)" % (re.escape(family), re.escape(table)), text, re.M) is not None
 
 
+def deleted(text, family, table):
+    """Whether lines of `nft monitor` say the table is gone (a flush, nftables.service, a delete by hand): then it
+    is loaded at once, without the listing first, as every millisecond the table is missing is a window. The
+    last word counts: loading FILE itself deletes the table and adds it again, in one transaction."""
+    said = re.findall(r"^(add|delete) table %s %s$" % (re.escape(family), re.escape(table)), text, re.M)
+    return bool(said) and said[-1] == "delete"
+
+
 def listing(family, table):
     """The table as nft lists it now, or None where it does not exist."""
     proc = subprocess.run([NFT, "list", "table", family, table], stdout=subprocess.PIPE,
@@ -60,6 +68,22 @@ def loaded(family, table, path):
         if now is not None:
             return now
         time.sleep(RETRY_AFTER)
+
+
+def restore(family, table, path):
+    """Loads FILE where the table is gone, in the shortest transaction: FILE's first lines replace the table
+    (they delete it, which costs the kernel a grace period, some 10 ms); where there is none to replace, the
+    table is created instead, refused as a whole where it exists again already. Then as loaded() does."""
+    with open(path) as handle:
+        text = handle.read()
+    header = "table {0} {1}\ndelete table {0} {1}\n".format(family, table)
+    if header in text:
+        proc = subprocess.run([NFT, "-f", "-"], input=text.replace(header, "create table %s %s\n" % (family, table), 1),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, universal_newlines=True, check=False)
+        now = listing(family, table) if proc.returncode == 0 else None
+        if now is not None:
+            return now
+    return loaded(family, table, path)
 
 
 def keep(family, table, path, wanted):
@@ -88,6 +112,10 @@ def main(argv):
             if not text:
                 # The monitor ended: systemd starts the guard again (Restart=always), which loads the table.
                 raise SystemExit("nft monitor exited with %s" % monitor.wait())
+            if deleted(text, family, table):
+                wanted = restore(family, table, path)
+                print("table %s %s was removed; loaded %s again" % (family, table, path), flush=True)
+                continue
             check = concerns(text, family, table)
         if time.monotonic() >= due:
             check, due = True, time.monotonic() + CHECK_EVERY

@@ -27,7 +27,12 @@ state, log = %r, %r
 flush = state + ".flush"
 with open(log, "a") as handle:
     handle.write(" ".join(sys.argv[1:]) + "\\n")
-if sys.argv[1] == "-f":
+if sys.argv[1:] == ["-f", "-"]:
+    text = sys.stdin.read()
+    if text.startswith("create table") and os.path.exists(state):
+        sys.exit(1)
+    open(state, "w").write(text)
+elif sys.argv[1] == "-f":
     shutil.copy(sys.argv[2], state)
 elif sys.argv[1:3] == ["list", "table"]:
     if os.path.exists(flush) and os.path.exists(state):
@@ -61,6 +66,17 @@ def loads(log):
     return [line for line in log.read_text().splitlines() if line.startswith("-f")] if log.exists() else []
 
 
+def test_a_removed_table_is_created_again_in_one_transaction_that_only_adds(nft):
+    path, state, log = nft
+    path.write_text("table inet gpufleet_exo\ndelete table inet gpufleet_exo\ntable inet gpufleet_exo { chain input { } }\n")
+    assert guard.restore("inet", "gpufleet_exo", str(path)) == (
+        "create table inet gpufleet_exo\ntable inet gpufleet_exo { chain input { } }\n")
+    assert loads(log) == ["-f -"]
+    # where it is back already (another load came first), the whole file replaces it
+    assert guard.restore("inet", "gpufleet_exo", str(path)) == path.read_text()
+    assert loads(log) == ["-f -", "-f -", "-f %s" % path]
+
+
 @pytest.mark.parametrize("text, concerned", [
     ("delete table inet gpufleet_exo\n", True),
     ("add element ip filter f2b { 192.0.2.7 }\ndelete rule inet gpufleet_exo output handle 9\n", True),
@@ -70,6 +86,19 @@ def loads(log):
 ])
 def test_only_lines_about_the_table_concern_it(text, concerned):
     assert guard.concerns(text, "inet", "gpufleet_exo") is concerned
+
+
+@pytest.mark.parametrize("text, gone", [
+    ("delete table inet gpufleet_exo\n", True),
+    ("# new generation 12 by process 40 (nft)\ndelete table inet gpufleet_exo\nadd table ip filter\n", True),
+    ("delete rule inet gpufleet_exo output handle 9\n", False),
+    ("delete table inet gpufleet_exo2\n", False),
+    ("delete table ip gpufleet_exo\n", False),
+    # the guard's own load: the file deletes the table and adds it again, in one transaction
+    ("delete table inet gpufleet_exo\nadd table inet gpufleet_exo\nadd chain inet gpufleet_exo input\n", False),
+])
+def test_a_removed_table_is_told_apart_from_a_change_in_it(text, gone):
+    assert guard.deleted(text, "inet", "gpufleet_exo") is gone
 
 
 @pytest.mark.parametrize("now, reloaded", [
