@@ -8,10 +8,10 @@ import socket
 import sys
 
 
-def knock(target):
+def knock(target, timeout=5):
     address, port = target.rsplit(":", 1)
     try:
-        socket.create_connection((address, int(port)), timeout=5).close()
+        socket.create_connection((address, int(port)), timeout=timeout).close()
         return "open"
     except ConnectionRefusedError:
         return "refused"
@@ -19,4 +19,5 @@ def knock(target):
         return "silent: %s" % problem
 
 
-print(json.dumps(dict((target, knock(target)) for target in sys.argv[1:]), sort_keys=True))
+if __name__ == "__main__":
+    print(json.dumps(dict((target, knock(target)) for target in sys.argv[1:]), sort_keys=True))
