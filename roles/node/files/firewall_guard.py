@@ -27,8 +27,9 @@ import time
 NFT = "/usr/sbin/nft"
 # A listing costs one nft process (milliseconds): once a second bounds what the monitor could miss.
 CHECK_EVERY = 1.0
-# Between loads that something keeps undoing (a restart loop of nftables.service), so as not to spin.
-RETRY_AFTER = 0.05
+# Between loads that something keeps undoing (a restart loop of nftables.service): short, as the table is
+# missing meanwhile; a load and a listing take two nft processes already, so the guard never spins.
+RETRY_AFTER = 0.005
 
 
 def concerns(text, family, table):
