@@ -35,10 +35,10 @@ def windows(names, events, knocks):
     for name, event in zip(names, (json.loads(text) for text in events)):
         end = event["ended"] + (event["seconds"] or 0) + SLACK
         inside = [(at, target) for at, target in knocks["through"] if event["began"] <= at <= end]
-        windows_ = spans(sorted(at for at, _ in inside))
+        windows_ = spans(sorted(at for at, target in inside))
         found.append({"name": name, "table_ms": round((event["seconds"] or 0) * 1000), "through": len(inside),
                       "windows": len(windows_), "window_ms": max([round((last - first) * 1000) for first, last in windows_] or [0]),
-                      "targets": sorted(set(target for _, target in inside))})
+                      "targets": sorted(set(target for at, target in inside))})
     return found
 
 
