@@ -30,6 +30,8 @@ ALLOWED = [
     # What the node role copies into exo's virtualenv (its patches of exo) and onto the host (the firewall's guard).
     "roles/node/files/gpufleet_exo_patches.py", "roles/node/files/gpufleet_exo_patches.pth",
     "roles/node/files/firewall_guard.py",
+    # What the operator's Prometheus loads (docs/node.md, "Many requests at once").
+    "roles/node/files/gpufleet_exo_alerts.yml",
     "playbooks/*.yml",
     "changelogs/changelog.yaml",
     "scripts/exo-wheelhouse.py", "scripts/exo-synthetic-model.py",
