@@ -15,7 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import confinement, files, install, models, outcome, plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import checked, cluster, cluster_names, ring_members, ring_ports
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import cluster_names, ring_ports, survey
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.proxy import proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
@@ -37,12 +37,12 @@ def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play
             # deprecated (ansible-core 2.24 stops injecting facts as variables).
             facts = hostvars[name].get("ansible_facts") or {}
             others[name] = facts["exo_node_instances"] if "exo_node_instances" in facts else hostvars[name].get("exo_node_instances")
-    peers, errors = cluster(host, instances, cluster_hosts, list(inventory_hosts), others, models)
+    found = survey(host, instances, cluster_hosts, list(inventory_hosts), others, models)
     # What the whole ring computes at once, for the topology file (each instance's patched exo keeps as many
-    # KV caches), and the ports that are the ring's alone: the members published so far, as cluster() took them.
-    ring = ring_members(host, instances, cluster_names(cluster_hosts), checked(others)[0])
-    return {"peers": peers, "ring_requests_in_flight": capacity.ring_requests(ring), "ports": ring_ports(ring),
-            "addresses": confinement.ring_addresses(peers), "errors": errors}
+    # KV caches), and the ports that are the ring's alone: the members published so far, as survey() took them.
+    ring = found["ring"]
+    return {"peers": found["peers"], "ring_requests_in_flight": capacity.ring_requests(ring), "ports": ring_ports(ring),
+            "addresses": confinement.ring_addresses(found["peers"]), "errors": found["errors"]}
 
 
 def _checked(name, settings):

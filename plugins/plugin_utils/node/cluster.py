@@ -19,7 +19,14 @@ def cluster_names(cluster_hosts):
 
 
 def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=()):
-    """(peers, errors) for host: the topology's peers and what collides across the cluster.
+    """(peers, errors) for host: the topology's peers and what collides across the cluster (survey())."""
+    found = survey(host, instances, cluster_hosts, inventory_hosts, others, models)
+    return found["peers"], found["errors"]
+
+
+def survey(host, instances, cluster_hosts, inventory_hosts, others, models=()):
+    """{"peers", "errors", "ring"} for host: the topology's peers, what collides across the cluster, and the ring's
+    members ({host: its instances}, a host whose published instances are refused taken as not known yet).
 
     others maps each other host of the cluster to its published instances (None: not known yet).
     models: exo_node_models, each checked against the ring's memory once every member is known.
@@ -28,7 +35,7 @@ def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=()):
     try:
         names = as_list("exo_node_cluster_hosts", cluster_hosts, ",")
     except SettingError as problem:
-        return {}, ["host %s: %s" % (host, problem)]
+        return {"peers": {}, "errors": ["host %s: %s" % (host, problem)], "ring": {host: instances}}
     unknown = [name for name in names if name not in inventory_hosts]
     if unknown:
         errors.append("host %s: exo_node_cluster_hosts names %s, not in the inventory; list inventory hosts "
@@ -50,10 +57,11 @@ def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=()):
     for node_id, hosts in sorted(clashes.items()):
         errors.append("host %s: node id %s is also used by %s; give each host its own exo_node_id_prefix (now %s)"
                       % (host, node_id, ", ".join(hosts), node_id[:-len(mine[node_id]["name"]) - 1]))
-    ring = ring_members(host, instances, names, others)
+    # {member: its instances}: host's own, and those the others published (None: not known yet).
+    ring = dict((name, instances if name == host else others.get(name)) for name in list(names) + [host])
     if not unknown and all(members is not None for members in ring.values()):
         errors.extend(unfit(host, ring, models))
-    return peers, errors
+    return {"peers": peers, "errors": errors, "ring": ring}
 
 
 def _is_port(value):
@@ -94,11 +102,6 @@ def ring_ports(members):
     which only exo's user and root open (firewall.py's output chain)."""
     return sorted(set(port for instances in members.values() for i in instances or []
                       for port in i["ports"].values()))
-
-
-def ring_members(host, instances, names, others):
-    """{host: its instances} of the ring: host's own, and those the others published (None: not known yet)."""
-    return dict((name, instances if name == host else others.get(name)) for name in list(names) + [host])
 
 
 def unfit(host, ring, models):
