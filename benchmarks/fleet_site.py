@@ -186,23 +186,14 @@ def site_inventory(tmp, lib, count, ring_size):
         env, root = simhosts.write(tmp, name, lib, *simhosts.HOSTS[KINDS[number % len(KINDS)]])
         paths = os.path.join(tmp, "paths", name)
         hosts[name] = {"ansible_python_interpreter": interpreter(tmp, name, env), "device_facts_rootfs": root,
-                       "exo_node_address": str(ipaddress.ip_address("10.64.0.1") + number),
-                       "exo_node_install_dir": paths + "/install", "exo_node_config_dir": paths + "/config",
-                       "exo_node_data_dir": paths + "/data"}
+                       "exo_node_address": str(ipaddress.ip_address("10.64.0.1") + number)}
+        hosts[name].update(helpers.site_dirs(paths))
     for number, ring in enumerate(rings(names, ring_size)):
         groups["ring%02d" % number] = {"hosts": dict((name, hosts[name]) for name in ring),
                                        "vars": {"exo_node_cluster_hosts": ring}}
-    return {"all": {"children": {"exo_nodes": {"children": groups}}, "vars": {
-        "ansible_connection": "local",
-        # Root here already; the plays' become would ask for sudo.
-        "ansible_become": False,
-        "device_facts_tinygrad": False,
-        "fleet_report_dir": "",
-        "exo_driver_plan_only": True,
-        "exo_node_refresh_facts": "never", "exo_node_manage_packages": False, "exo_node_python": sys.executable,
-        "exo_node_python_max_version": "%d.%d" % sys.version_info[:2],
-        "exo_node_source": "path", "exo_node_source_path": os.path.join(REPO, "tests", "standin"),
-        "exo_node_exo_unpatched": True}}}
+    return {"all": {"children": {"exo_nodes": {"children": groups}}, "vars": dict(
+        helpers.SITE_HERE, exo_node_source="path", exo_node_source_path=os.path.join(REPO, "tests", "standin"),
+        exo_node_exo_unpatched=True)}}
 
 
 def measured(argv, env, log):

@@ -102,6 +102,26 @@ def run_ansible(args, tmp_path, env=None, command="ansible"):
     return json.loads(output.split(" => ", 1)[1])
 
 
+# What runs site.yml on simulated hosts over the local connection without changing this machine: root already
+# (the plays' become would ask for sudo), no tinygrad probed, no report written, the driver only planned, no
+# packages, and exo's Python this one.
+SITE_HERE = {
+    "ansible_connection": "local",
+    "ansible_become": False,
+    "device_facts_tinygrad": False,
+    "fleet_report_dir": "",
+    "exo_driver_plan_only": True,
+    "exo_node_refresh_facts": "never", "exo_node_manage_packages": False, "exo_node_python": sys.executable,
+    "exo_node_python_max_version": "%d.%d" % sys.version_info[:2],
+}
+
+
+def site_dirs(paths):
+    """The node role's directories below paths (a host's own, or a template of inventory_hostname)."""
+    return {"exo_node_install_dir": paths + "/install", "exo_node_config_dir": paths + "/config",
+            "exo_node_data_dir": paths + "/data"}
+
+
 def run_playbook(tmp, inventory, playbook, hosts, check=False, timeout=600):
     """Run a playbook over a JSON inventory; each host writes <result_dir>/<host>.json.
 

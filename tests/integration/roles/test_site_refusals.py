@@ -20,7 +20,7 @@ import re
 import sys
 
 from tests.simulated import hosts as simhosts
-from tests.helpers import REPO, run_playbook
+from tests.helpers import REPO, SITE_HERE, run_playbook, site_dirs
 
 # name: (simulated host, its variables, the role, the one message). A GPU host goes through the driver
 # role first (planning only), a CPU host only through the node role; bad_port and node_range pass the
@@ -58,18 +58,9 @@ def test_site_refuses_each_bad_value_once_before_any_change(tmp_path, nvml_lib):
         dummy_env, root = simhosts.write(tmp, name, nvml_lib, *simhosts.HOSTS[host])
         hosts[name] = dict(variables, device_facts_rootfs=root)
     paths = os.path.join(tmp, "paths", "{{ inventory_hostname }}")
-    inventory = {"all": {"children": {"exo_nodes": {"hosts": hosts}}, "vars": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-        # Root here already; the plays' become would need sudo, which this machine lacks.
-        "ansible_become": False,
-        "device_facts_tinygrad": False,
-        "fleet_report_dir": "",
-        # Should a check let a host through, it stays on this machine and changes nothing.
-        "exo_driver_plan_only": True,
-        "exo_node_refresh_facts": "never", "exo_node_manage_packages": False, "exo_node_python": sys.executable,
-        "exo_node_python_max_version": "%d.%d" % sys.version_info[:2],
-        "exo_node_install_dir": paths + "/install", "exo_node_config_dir": paths + "/config",
-        "exo_node_data_dir": paths + "/data"}}}
+    # Should a check let a host through, it stays on this machine and changes nothing.
+    inventory = {"all": {"children": {"exo_nodes": {"hosts": hosts}}, "vars": dict(
+        SITE_HERE, ansible_python_interpreter=sys.executable, **site_dirs(paths))}}
     proc, dummy = run_playbook(tmp, inventory, os.path.join(REPO, "site.yml"), [], check=True, timeout=900)
     for name, (dummy_host, variables, role, message) in dict(CORE, **ROLE).items():
         failures = [line for line in proc.stdout.splitlines() if line.startswith("fatal: [%s]" % name)]
