@@ -29,15 +29,17 @@ def node_plan(facts, settings, host, existing=None, account=None, mig_minors_tex
                           exo_python=exo_python)
 
 
-def node_cluster(instances, host, cluster_hosts, inventory_hosts, hostvars, play_hosts=(), models=()):
+def node_cluster(instances, host, cluster_hosts, hostvars, models=(), ring=""):
+    # The ring's members only: what a host reads grows with its ring, never with the fleet.
     others = {}
-    for name in set(cluster_names(cluster_hosts)) | set(play_hosts):
+    for name in set(cluster_names(cluster_hosts)):
         if name != host and name in hostvars:
             # The role publishes them as a fact: read there, a cached fact read as a top-level variable is
             # deprecated (ansible-core 2.24 stops injecting facts as variables).
             facts = hostvars[name].get("ansible_facts") or {}
             others[name] = facts["exo_node_instances"] if "exo_node_instances" in facts else hostvars[name].get("exo_node_instances")
-    found = survey(host, instances, cluster_hosts, list(inventory_hosts), others, models)
+    # hostvars holds every host of the inventory, and answers "in" without a walk through them.
+    found = survey(host, instances, cluster_hosts, hostvars, others, models, ring)
     # What the whole ring computes at once, for the topology file (each instance's patched exo keeps as many
     # KV caches), and the ports that are the ring's alone: the members published so far, as survey() took them.
     ring = found["ring"]

@@ -18,18 +18,40 @@ def cluster_names(cluster_hosts):
         return []
 
 
-def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=()):
+def ring_errors(settings, host):
+    """Why host's ring cannot be the one its checked settings make, before any change: a ring named for a group
+    that holds no host or not this one (its peers would not count it in), or more hosts than
+    exo_node_ring_max_hosts."""
+    name, hosts, most = settings["exo_node_ring"], settings["exo_node_cluster_hosts"], settings["exo_node_ring_max_hosts"]
+    if name and not hosts:
+        return ["exo_node_ring is %s, which names no inventory group with hosts; give the group that holds this "
+                "ring's hosts" % show(name)]
+    if name and host not in hosts:
+        return ["exo_node_ring is %s, a group this host is not in, so the ring's other hosts would leave it out; add "
+                "it to the group, or set exo_node_ring to its own ring's group" % show(name)]
+    count = len(set(hosts) | set([host]))
+    if count > most:
+        return ["its ring (%s) holds %d hosts, more than exo_node_ring_max_hosts (%d): every request crosses every "
+                "host of a ring. Put each ring's hosts in an inventory group and set exo_node_ring to the group's name "
+                "in its variables, or raise exo_node_ring_max_hosts"
+                % ("every host of the play, as exo_node_ring is not set" if not name else "the group " + show(name),
+                   count, most)]
+    return []
+
+
+def cluster(host, instances, cluster_hosts, inventory_hosts, others, models=(), ring=""):
     """(peers, errors) for host: the topology's peers and what collides across the cluster (survey())."""
-    found = survey(host, instances, cluster_hosts, inventory_hosts, others, models)
+    found = survey(host, instances, cluster_hosts, inventory_hosts, others, models, ring)
     return found["peers"], found["errors"]
 
 
-def survey(host, instances, cluster_hosts, inventory_hosts, others, models=()):
+def survey(host, instances, cluster_hosts, inventory_hosts, others, models=(), ring=""):
     """{"peers", "errors", "ring"} for host: the topology's peers, what collides across the cluster, and the ring's
     members ({host: its instances}, a host whose published instances are refused taken as not known yet).
 
     others maps each other host of the cluster to its published instances (None: not known yet).
     models: exo_node_models, each checked against the ring's memory once every member is known.
+    ring: exo_node_ring, which every member's instances must have been planned for.
     """
     errors = []
     try:
@@ -54,6 +76,14 @@ def survey(host, instances, cluster_hosts, inventory_hosts, others, models=()):
             for i in theirs or []:
                 if i["node_id"] in mine:
                     clashes.setdefault(i["node_id"], []).append(name)
+    # A member planned for another ring lists other peers than this host does: the two would split a model
+    # differently and hang every request. Instances published before rings had names carry none.
+    for name in sorted(set(names) - set([host])):
+        theirs = set(i.get("ring", ring) for i in others.get(name) or [])
+        if theirs - set([ring]):
+            errors.append("host %s: its ring (exo_node_ring %s) lists %s, whose instances are planned for the ring %s; "
+                          "keep each host in one ring's group, with exo_node_ring set to that group for all of them"
+                          % (host, show(ring), name, ", ".join(show(r) for r in sorted(theirs - set([ring]), key=str))))
     for node_id, hosts in sorted(clashes.items()):
         errors.append("host %s: node id %s is also used by %s; give each host its own exo_node_id_prefix (now %s)"
                       % (host, node_id, ", ".join(hosts), node_id[:-len(mine[node_id]["name"]) - 1]))

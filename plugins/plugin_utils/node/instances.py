@@ -155,6 +155,8 @@ def render(host, facts, settings, candidate, slot, minors, minors_error):
         "numa_node": numa_node,
         "capabilities": capabilities,
         "requests_in_flight": settings["exo_node_requests_in_flight"],
+        # Published with the instance: a ring's host checks each member's against its own (cluster.survey()).
+        "ring": settings["exo_node_ring"],
     }
     return instance, errors, warnings
 

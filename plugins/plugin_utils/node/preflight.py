@@ -12,6 +12,7 @@ host. A refusal of the first answer stands in the second, and the host's are not
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import ring_errors
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.install import steps
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.models import repositories
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
@@ -72,6 +73,7 @@ def preflight(raw, host, facts, python_version=None, found=None):
     absent in the first answer); found: {path: whether it exists} for "paths" (gpufleet.exo.exo_host_inspect's).
     """
     settings, errors = check_settings(raw)
+    errors = errors or ring_errors(settings, host)
     answer = {"errors": ["host %s: %s" % (host, e) for e in errors], "settings": None, "python_choice": None,
               "install": None, "paths": [], "model_repos": []}
     if errors:

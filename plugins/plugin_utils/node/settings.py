@@ -76,6 +76,11 @@ RULES = {
     "exo_node_discovery_timeout": {"range": (0, 86400)},
     "exo_node_wait_for_peers": {"range": (0, 10000)},
     "exo_node_ring_timeout": {"range": (0, 86400)},
+    # An inventory group's name: it goes into each published instance and the fleet report.
+    "exo_node_ring": {"match": (re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_.-]*)?$"),
+                                ", which is not the name of an inventory group; give the group of this ring's hosts, "
+                                "or \"\" for one ring of the play's hosts")},
+    "exo_node_ring_max_hosts": {"range": (1, 10000)},
     "exo_node_requests_in_flight": {"range": (1, 64)},
     "exo_node_request_queue": {"range": (0, 4096)},
     "exo_node_install_dir": UNIT_PATH,

@@ -98,7 +98,7 @@ def ring():
                     for host in HOSTS)
     host = "gf-fw-a"
     tunnel = dict(tunnels[host], **node_tunnel_ring(tunnels[host], host, hostvars))
-    cluster = node_cluster(instances[host], host, sorted(HOSTS), sorted(HOSTS), hostvars)
+    cluster = node_cluster(instances[host], host, sorted(HOSTS), hostvars)
     table = node_firewall(instances[host], cluster, dict(settings[host], **tunnels[host]["settings"]),
                           os_family="Debian", tunnel=tunnel)
     env = node_templates()

@@ -48,6 +48,16 @@ ROLE = {
                         "exo_driver_reboot?); docs/driver.md lists them"),
     "driver_range": ("one", {"exo_driver_reboot_timeout": 5}, "driver",
                      "host driver_range: exo_driver_reboot_timeout is 5; it must be from 60 to 86400"),
+    # The ring the role's default of exo_node_cluster_hosts makes: a group the inventory lacks, and the play's
+    # hosts (one per case) over the bound.
+    "ring_no_group": ("cpu_only", {"exo_node_ring": "ring_z"}, "node",
+                      'host ring_no_group: exo_node_ring is "ring_z", which names no inventory group with hosts; give '
+                      "the group that holds this ring's hosts"),
+    "ring_too_large": ("cpu_only", {"exo_node_ring_max_hosts": 2}, "node",
+                       "host ring_too_large: its ring (every host of the play, as exo_node_ring is not set) holds 9 "
+                       "hosts, more than exo_node_ring_max_hosts (2): every request crosses every host of a ring. Put "
+                       "each ring's hosts in an inventory group and set exo_node_ring to the group's name in its "
+                       "variables, or raise exo_node_ring_max_hosts"),
 }
 
 
@@ -78,6 +88,6 @@ def test_site_refuses_each_bad_value_once_before_any_change(tmp_path, nvml_lib):
         else:
             # The role's check, the only problem found, alone in the result on one line, without the spec.
             assert result["msg"] == [message], failures[0]
-            printed = re.search(r"^\[ERROR\]: Task failed: Action failed: \['host %s: .*?^fatal: \[%s\].*?$"
+            printed = re.search(r"^\[ERROR\]: Task failed: Action failed: \[['\"]host %s: .*?^fatal: \[%s\].*?$"
                                 % (name, name), proc.stdout, re.M | re.S).group(0)
             assert "argument_spec_data" not in printed and len(printed) < 1024, printed

@@ -10,7 +10,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster
-from tests.helpers import plan_node_ok as ok
+from tests.helpers import NODE_SETTINGS, plan_node_ok as ok
 from tests.simulated.hosts import uuid
 
 
@@ -40,9 +40,9 @@ def test_the_filter_reads_a_peer_published_as_a_fact_or_as_a_variable(probed):
     mine = ok(probed["one"])["instances"]
     theirs = ok(probed["two"], exo_node_address="10.0.0.2")["instances"]
     for hostvars in ({"g": {"ansible_facts": {"exo_node_instances": theirs}}}, {"g": {"exo_node_instances": theirs}}):
-        found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], dict(hostvars, h={}))
+        found = node_cluster(mine, "h", ["h", "g"], dict(hostvars, h={}))
         assert sorted(found["peers"]) == ["h-" + uuid(0), "h-" + uuid(1)], hostvars
-    found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], {"h": {}, "g": {"ansible_facts": {}}})
+    found = node_cluster(mine, "h", ["h", "g"], {"h": {}, "g": {"ansible_facts": {}}})
     assert list(found["peers"]) == ["h-" + uuid(0)]
 
 
@@ -52,9 +52,9 @@ def test_the_topology_says_what_the_ring_computes_at_once(probed):
     mine = ok(probed["one"], exo_node_requests_in_flight=3)["instances"]
     theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g")["instances"]
     assert [i["requests_in_flight"] for i in mine + theirs] == [3] * len(mine) + [1] * len(theirs)
-    found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], {"h": {}, "g": {"ansible_facts": {"exo_node_instances": theirs}}})
+    found = node_cluster(mine, "h", ["h", "g"], {"h": {}, "g": {"ansible_facts": {"exo_node_instances": theirs}}})
     assert found["ring_requests_in_flight"] == 3 * len(mine) + len(theirs)
-    assert node_cluster(mine, "h", ["h"], ["h"], {"h": {}})["ring_requests_in_flight"] == 3 * len(mine)
+    assert node_cluster(mine, "h", ["h"], {"h": {}})["ring_requests_in_flight"] == 3 * len(mine)
 
 
 def test_a_listed_model_the_ring_cannot_hold_is_refused_once_every_member_is_known(probed):
@@ -89,7 +89,7 @@ def test_what_a_host_publishes_of_its_instances_is_checked_before_this_host_take
     mine = ok(probed["one"])["instances"]
     theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g")["instances"]
     change(theirs[1])
-    found = node_cluster(mine, "h", ["h", "g"], ["h", "g"], {"h": {}, "g": {"ansible_facts": {"exo_node_instances": theirs}}})
+    found = node_cluster(mine, "h", ["h", "g"], {"h": {}, "g": {"ansible_facts": {"exo_node_instances": theirs}}})
     assert len(found["errors"]) == 1 and found["errors"][0].startswith(
         'host h: host g published an instance "g-%s" %s' % (uuid(1), message)), found["errors"]
     assert "find out what wrote that fact on g, then run the role on it again" in found["errors"][0]
@@ -111,3 +111,122 @@ def test_the_rings_ports_are_every_port_of_every_members_instances(probed):
     assert cluster.ring_ports({"h": mine, "g": theirs, "f": None}) == sorted(
         set(p for i in mine + theirs for p in i["ports"].values()))
     assert 41001 in cluster.ring_ports({"h": mine, "g": theirs})
+
+
+# ---- rings by group --------------------------------------------------------------------------------------------
+
+def ring_settings(**given):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+    values, errors = check_settings(dict(NODE_SETTINGS, **given))
+    assert errors == []
+    return values
+
+
+PLAY = ["gpu%02d" % n for n in range(20)]
+RING_CASES = {
+    "one_ring_of_a_small_play": (dict(exo_node_cluster_hosts=PLAY[:16]), []),
+    "a_ring_by_group": (dict(exo_node_ring="ring_a", exo_node_cluster_hosts=PLAY[:3]), []),
+    "a_group_of_20_allowed_by_the_operator": (
+        dict(exo_node_ring="big", exo_node_cluster_hosts=PLAY, exo_node_ring_max_hosts=20), []),
+    "one_ring_of_a_large_play": (
+        dict(exo_node_cluster_hosts=PLAY),
+        ["its ring (every host of the play, as exo_node_ring is not set) holds 20 hosts, more than "
+         "exo_node_ring_max_hosts (16): every request crosses every host of a ring. Put each ring's hosts in an "
+         "inventory group and set exo_node_ring to the group's name in its variables, or raise exo_node_ring_max_hosts"]),
+    "a_group_too_large": (
+        dict(exo_node_ring="ring_a", exo_node_cluster_hosts=PLAY[:5], exo_node_ring_max_hosts=4),
+        ["its ring (the group \"ring_a\") holds 5 hosts, more than exo_node_ring_max_hosts (4): every request crosses "
+         "every host of a ring. Put each ring's hosts in an inventory group and set exo_node_ring to the group's name "
+         "in its variables, or raise exo_node_ring_max_hosts"]),
+    # The role's default gives [] for a group the inventory lacks (groups[exo_node_ring] | default([])).
+    "a_group_the_inventory_lacks": (
+        dict(exo_node_ring="ring_z", exo_node_cluster_hosts=[]),
+        ["exo_node_ring is \"ring_z\", which names no inventory group with hosts; give the group that holds this "
+         "ring's hosts"]),
+    "a_group_this_host_is_not_in": (
+        dict(exo_node_ring="ring_b", exo_node_cluster_hosts=PLAY[3:6]),
+        ["exo_node_ring is \"ring_b\", a group this host is not in, so the ring's other hosts would leave it out; add "
+         "it to the group, or set exo_node_ring to its own ring's group"]),
+}
+
+
+@pytest.mark.parametrize("given, errors", list(RING_CASES.values()), ids=list(RING_CASES))
+def test_the_ring_is_checked_before_any_change(given, errors):
+    assert cluster.ring_errors(ring_settings(**given), "gpu00") == errors
+
+
+def test_the_preflight_refuses_a_ring_of_the_whole_large_play_by_host():
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.preflight import preflight
+    found = preflight(dict(NODE_SETTINGS, exo_node_cluster_hosts=PLAY), "gpu00", {"os_family": "Debian"})
+    assert [e.split(":")[0] for e in found["errors"]] == ["host gpu00"]
+    assert "more than exo_node_ring_max_hosts (16)" in found["errors"][0]
+
+
+@pytest.mark.parametrize("name", ["ring a", "ring/a", "-a", "a;b", "{{ x }}"])
+def test_a_ring_name_that_is_no_group_name_is_refused(name):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+    errors = check_settings(dict(NODE_SETTINGS, exo_node_ring=name))[1]
+    assert len(errors) == 1 and errors[0].startswith("exo_node_ring is ") and "not the name of an inventory group" in errors[0]
+
+
+def test_each_instance_is_published_with_its_rings_name(probed):
+    assert set(i["ring"] for i in ok(probed["one"], exo_node_ring="ring_a", exo_node_cluster_hosts=["h"])["instances"]) \
+        == set(["ring_a"])
+    assert set(i["ring"] for i in ok(probed["one"])["instances"]) == set([""])
+
+
+def test_a_member_planned_for_another_ring_is_refused(probed):
+    """A host in two rings' groups takes one exo_node_ring: the other ring would list it and it would not list them,
+    so the two split a model differently."""
+    mine = ok(probed["one"], exo_node_ring="ring_a")["instances"]
+    theirs = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g", exo_node_ring="ring_b")["instances"]
+    errors = cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": theirs}, ring="ring_a")[1]
+    assert errors == ["host h: its ring (exo_node_ring \"ring_a\") lists g, whose instances are planned for the ring "
+                      "\"ring_b\"; keep each host in one ring's group, with exo_node_ring set to that group for all of "
+                      "them"]
+    # the same ring, or a member published before rings had names: nothing to refuse
+    same = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g", exo_node_ring="ring_a")["instances"]
+    unnamed = [dict((k, v) for k, v in i.items() if k != "ring") for i in theirs]
+    for published in (same, unnamed):
+        assert cluster.cluster("h", mine, ["h", "g"], ["h", "g"], {"g": published}, ring="ring_a")[1] == []
+
+
+def test_a_host_moved_to_another_ring_is_forgotten_by_the_first_and_reads_only_the_second(probed):
+    """The filter reads the ring's members only: g, moved from ring_a (h, g) to ring_b (g, f), leaves h's topology
+    and ports on h's next run, and reads f, never h."""
+    from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_cluster
+    h = ok(probed["one"], exo_node_ring="ring_a")["instances"]
+    g = ok(probed["two"], exo_node_address="10.0.0.2", exo_node_id_prefix="g", exo_node_ring="ring_b")["instances"]
+    f = ok(probed["two"], exo_node_address="10.0.0.3", exo_node_id_prefix="f", exo_node_grpc_port=41000,
+           exo_node_ring="ring_b")["instances"]
+    hostvars = dict((name, {"ansible_facts": {"exo_node_instances": found}}) for name, found in
+                    (("h", h), ("g", g), ("f", f)))
+    before = node_cluster(h, "h", ["h", "g"], hostvars, ring="ring_a")
+    after = node_cluster(h, "h", ["h"], hostvars, ring="ring_a")
+    assert before["errors"] and "whose instances are planned for the ring \"ring_b\"" in before["errors"][0]
+    assert (sorted(after["peers"]), after["errors"]) == (sorted(i["node_id"] for i in h), [])
+    assert 41000 not in after["ports"] and "10.0.0.2" not in after["addresses"]
+    moved = node_cluster(g, "g", ["g", "f"], hostvars, ring="ring_b")
+    assert (sorted(moved["peers"]), moved["errors"]) == (sorted(i["node_id"] for i in g + f), [])
+    assert not set(i["node_id"] for i in h) & set(moved["peers"])
+
+
+def test_the_cluster_reads_no_host_outside_the_ring(probed):
+    """What a host reads grows with its ring, not the fleet: hostvars of hosts outside the ring are never read."""
+    from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_cluster
+
+    class Watched(dict):
+        read = set()
+
+        def __getitem__(self, name):
+            Watched.read.add(name)
+            return dict.__getitem__(self, name)
+
+        def get(self, name, default=None):
+            Watched.read.add(name)
+            return dict.get(self, name, default)
+
+    mine = ok(probed["one"])["instances"]
+    hostvars = Watched((name, {"ansible_facts": {"exo_node_instances": None}}) for name in PLAY + ["h"])
+    node_cluster(mine, "h", ["h", "gpu01"], hostvars)
+    assert Watched.read <= set(["h", "gpu01"])
