@@ -12,15 +12,17 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
 
 # The node role's defaults that are templates of a host's variables (roles/node/defaults/main.yml),
-# with what each gives here, from the host's variables as hostvars hold them.
+# with what each gives here, from the host's variables as hostvars hold them and the hosts of its ring.
 TEMPLATED_DEFAULTS = {
     # "{{ inventory_hostname }}"
-    "exo_node_id_prefix": lambda host, hv, hosts: host,
+    "exo_node_id_prefix": lambda host, hv, ring: host,
     # "{{ ansible_facts['default_ipv4']['address'] | default(ansible_host | default(inventory_hostname)) }}"
-    "exo_node_address": lambda host, hv, hosts: (
+    "exo_node_address": lambda host, hv, ring: (
         ((hv.get("ansible_facts") or {}).get("default_ipv4") or {}).get("address") or hv.get("ansible_host", host)),
-    # "{{ ansible_play_hosts_all }}"
-    "exo_node_cluster_hosts": lambda host, hv, hosts: list(hosts),
+    # "{{ groups[exo_node_ring] | default([]) if exo_node_ring else ansible_play_hosts_all }}": the report's hosts
+    # that name the same exo_node_ring as this one. The list is its ring's, shared by its hosts, not copied for
+    # each: what planning a host costs grows with its ring, not with the fleet.
+    "exo_node_cluster_hosts": lambda host, hv, ring: ring,
 }
 
 
@@ -29,10 +31,28 @@ def node_defaults():
     return role_settings.defaults("node")
 
 
-def host_settings(host, hv, hosts, defaults):
-    """The settings the node role would use on host: its exo_node_* variables over the role's defaults."""
+def host_ring(hv):
+    """The ring a host's variables put it in: its exo_node_ring, "" (the play's hosts) where it has none. As text,
+    as the role's spec reads it; the planner refuses a name that is no group's."""
+    value = hv.get("exo_node_ring")
+    return "" if value is None else str(value)
+
+
+def rings(hosts, hostvars):
+    """({host: its ring}, {ring: [its hosts, in the play's order]}), worked out once for the whole report."""
+    ring_of = dict((host, host_ring(hostvars[host] if host in hostvars else {})) for host in hosts)
+    members = {}
+    for host in hosts:
+        members.setdefault(ring_of[host], []).append(host)
+    return ring_of, members
+
+
+def host_settings(host, hv, ring, defaults):
+    """The settings the node role would use on host: its exo_node_* variables over the role's defaults.
+
+    ring: the hosts of host's ring (rings()), for the defaults that name them."""
     settings = dict(defaults)
-    settings.update((name, stand_in(host, hv, hosts)) for name, stand_in in TEMPLATED_DEFAULTS.items())
+    settings.update((name, stand_in(host, hv, ring)) for name, stand_in in TEMPLATED_DEFAULTS.items())
     # All of them, as the role reads them: the planner refuses a name the role does not know.
     settings.update((name, hv[name]) for name in hv if name.startswith("exo_node_"))
     # Capacity does not depend on the confinement, whose check of the addresses would refuse a name
@@ -45,15 +65,17 @@ def host_settings(host, hv, hosts, defaults):
 def fleet_capacity(hosts, hostvars, headroom=capacity.HEADROOM):
     hosts = list(hosts)
     defaults = node_defaults()
+    ring_of, members = rings(hosts, hostvars)
     entries = []
     for host in hosts:
         hv = hostvars[host] if host in hostvars else {}
         facts = (hv.get("ansible_facts") or {}).get("device_capabilities")
         if facts:
-            planned = plan.instances(facts, host_settings(host, hv, hosts, defaults), host, preview=True)
+            planned = plan.instances(facts, host_settings(host, hv, members[ring_of[host]], defaults), host,
+                                     preview=True)
         else:
             planned = {"instances": [], "errors": []}
-        entries.append({"host": host, "facts": facts, "plan": planned})
+        entries.append({"host": host, "facts": facts, "plan": planned, "ring": ring_of[host]})
     try:
         return capacity.fleet(entries, headroom)
     except ValueError as problem:

@@ -39,6 +39,8 @@ GPUS = {
     "no_driver": simhosts.HOSTS["nvml_broken"],
     "reboot": simhosts.FLEET_HOSTS["reboot"],
 }
+# A ring by group (exo_node_ring in the group's variables); the other hosts make the unnamed ring of the play's.
+RING = ("lab_a", ["h100x4", "rtx"])
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +58,8 @@ def inventory(tmp_path_factory):
         hosts[name] = {"ansible_connection": "local", "ansible_python_interpreter": str(wrapper),
                        "device_facts_rootfs": root, "device_facts_tinygrad": False}
     path = tmp / "inventory.json"
-    path.write_text(json.dumps({"all": {"hosts": hosts}}))
+    ring = {"hosts": dict((name, {}) for name in RING[1]), "vars": {"exo_node_ring": RING[0]}}
+    path.write_text(json.dumps({"all": {"hosts": hosts, "children": {RING[0]: ring}}}))
     return str(path)
 
 
@@ -100,7 +103,7 @@ class Cells(HTMLParser):
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if tag == "tr":
-            key = tuple(attrs[k] for k in ("data-model", "data-host", "data-gpu") if k in attrs)
+            key = tuple(attrs[k] for k in ("data-model", "data-host", "data-gpu", "data-ring") if k in attrs)
             self._row = (attrs.get("class", "").split(" ")[0],) + key if key else None
             if self._row:
                 self.rows[self._row] = {}
@@ -136,6 +139,10 @@ def test_the_playbook_keeps_its_summary_and_says_what_the_fleet_serves(report):
     served = [m["model"] for m in data["models"] if m["serves"]]
     assert "serves %d of %d models;" % (len(served), len(data["models"])) in output
     assert "the largest: %s" % data["largest"] in output
+    for ring in data["rings"]:
+        assert "ring %s: %d hosts, serves %d of %d models; the largest: %s" % (
+            ring["ring"] or "(the play's hosts)", len(ring["hosts"]), len(ring["models"]), len(data["models"]),
+            ring["largest"] or "none") in output, output[-3000:]
 
 
 def test_the_json_holds_every_host_as_its_simulated_hardware_is(report):
@@ -149,6 +156,12 @@ def test_the_json_holds_every_host_as_its_simulated_hardware_is(report):
     assert hosts["no_gpu"]["instances"][0]["kind"] == "cpu" and hosts["no_gpu"]["instances"][0]["dtype_bytes"] == 4
     assert [g["flops_source"] for g in hosts["h100x4"]["gpus"]] == ["table"] * 4
     assert data["largest"] and len(data["nodes"]) == sum(len(h["instances"]) for h in hosts.values())
+    rings = dict((r["ring"], r) for r in data["rings"])
+    assert sorted(rings) == ["", RING[0]] and sorted(rings[RING[0]]["hosts"]) == sorted(RING[1])
+    assert sorted(rings[""]["hosts"]) == sorted(set(GPUS) - set(RING[1]))
+    assert rings[RING[0]]["nodes"] == 6 and rings[RING[0]]["largest"] == "llama-3.3-70b"
+    assert sorted(rings[""]["excluded"]) == ["no_driver", "reboot"] and rings[RING[0]]["excluded"] == []
+    assert all(hosts[name]["ring"] == ring for ring, r in rings.items() for name in r["hosts"])
 
 
 def test_chromium_shows_the_numbers_of_the_json(report):
@@ -175,6 +188,11 @@ def test_chromium_shows_the_numbers_of_the_json(report):
             assert row.pop("watcher_reason") == "".join(g.get("watcher_reason", []))
             for field, text in row.items():
                 assert text == shown(g.get(field)), (h["host"], g["index"], field, text)
+    for r in data["rings"]:
+        row = parser.rows[("ring", r["ring"])]
+        assert row == {"ring": r["ring"] or "(the play's hosts)", "hosts": str(len(r["hosts"])), "nodes": str(r["nodes"]),
+                       "memory_mib": str(r["memory_mib"]), "largest": shown(r["largest"]),
+                       "models": str(len(r["models"]))}, r["ring"]
 
 
 def test_the_page_is_self_contained_and_the_screenshot_is_not_blank(report):
@@ -206,6 +224,7 @@ def test_the_filter_examples_run_as_written(inventory, tmp_path):
     proc = playbook(["-i", inventory, str(path), "-e", "report_dir=%s" % tmp_path])
     assert proc.returncode == 0, proc.stdout[-6000:]
     assert re.search(r'"msg": "\[.*llama-3.3-70b.*\]; largest llama-3', proc.stdout), proc.stdout[-3000:]
+    assert re.search(r'"msg": \{\s*"": "llama-3.1-8b",\s*"lab_a": "llama-3.3-70b"\s*\}', proc.stdout), proc.stdout[-3000:]
     assert (tmp_path / "fleet.html").read_text().startswith("<!DOCTYPE html>")
 
 

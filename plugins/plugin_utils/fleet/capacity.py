@@ -11,9 +11,11 @@ its layers' weights, the embedding on the first shard and the output head on the
 (exo/inference/tinygrad/tinygrad_helpers.py, load; exo/download/hf/hf_helpers.py, get_allow_patterns),
 and keeps a KV cache per prompt for its layers (exo/inference/tinygrad/stateful_model.py).
 
-fleet() takes every host's device facts and the instances the node planner gives it, and returns,
-for every model of exo's model cards, whether each node's share fits in its memory less a headroom,
-and for a model that does not fit, what is missing. docs/fleet-report.md describes it in words.
+fleet() takes every host's device facts, the instances the node planner gives it and its ring, and
+returns, for every model of exo's model cards, whether each node's share fits in its memory less a
+headroom, and for a model that does not fit, what is missing: over the whole fleet as one ring, and
+for each ring the hosts form (exo_node_ring), what that ring serves. docs/fleet-report.md describes it
+in words.
 Every size below cites the file and line of exo e4238f9ef it comes from.
 """
 from __future__ import absolute_import, division, print_function
@@ -304,8 +306,8 @@ def _exclusion(facts, plan):
     return None
 
 
-def host_row(host, facts, plan):
-    """The report's view of a host: its hardware, its state and its instances."""
+def host_row(host, facts, plan, ring=""):
+    """The report's view of a host: its hardware, its state, its ring and its instances."""
     facts = facts or {}
     nvml = facts.get("nvml") or {}
     exo = facts.get("exo") or {}
@@ -313,6 +315,7 @@ def host_row(host, facts, plan):
     gpus = [_gpu_row(g) for g in facts.get("gpus") or []]
     row = {
         "host": host,
+        "ring": ring,
         "backend": facts.get("backend"),
         "fallback_reason": facts.get("fallback_reason"),
         "nvml_status": nvml.get("status"),
@@ -394,34 +397,35 @@ def check_headroom(headroom):
 
 
 def fleet(hosts, headroom=HEADROOM):
-    """What the fleet can serve.
+    """What the fleet can serve, as one ring and ring by ring.
 
-    hosts: [{"host", "facts" (device_capabilities or None), "plan" (node/plan.py instances()' result)}].
-    Returns {"headroom", "hosts", "nodes", "models", "largest", "excluded", "other_engines", "sources"}.
+    hosts: [{"host", "facts" (device_capabilities or None), "plan" (node/plan.py instances()' result),
+    "ring" (its exo_node_ring; absent or "" for the unnamed ring of the play's hosts)}].
+    Returns {"headroom", "hosts", "nodes", "models", "largest", "excluded", "rings", "other_engines", "sources"}.
     """
     headroom = check_headroom(headroom)
-    rows = [host_row(h["host"], h["facts"], h["plan"]) for h in hosts]
+    rows = [host_row(h["host"], h["facts"], h["plan"], h.get("ring") or "") for h in hosts]
     nodes = [i for row in rows for i in row["instances"]]
     excluded = [{"host": r["host"], "reason": r["excluded"], "detail": r["excluded_reason"],
                  "gpu_memory_mib": r["gpu_memory_mib"]} for r in rows if r["excluded"]]
     ring = exo_order(nodes)
+    sizes = model_sizes()
     models = []
-    for model in model_sizes():
+    for model in sizes:
         verdict = serve(model, nodes, headroom)
         smallest = fewest_nodes(model, ring, headroom)
         verdict["fewest_nodes"] = len(smallest["shares"]) if smallest else None
         verdict["missing"] = _missing(verdict, excluded, smallest)
         models.append(verdict)
-    served = [m for m in models if m["serves"]]
-    largest = max(served, key=lambda m: (m["parameters"], m["model"]))["model"] if served else None
     return {
         "exo": EXO,
         "headroom": headroom,
         "hosts": rows,
         "nodes": [dict(n, order=i) for i, n in enumerate(ring)],
         "models": models,
-        "largest": largest,
+        "largest": _largest(models),
         "excluded": excluded,
+        "rings": [ring_row(name, members, sizes, headroom) for name, members in sorted(_by_ring(rows).items())],
         "other_engines": list(OTHER_ENGINES),
         "sources": {"models": "exo/models.py", "other_engines": OTHER_ENGINES_SOURCE, "dtype_bytes": DTYPE_SOURCE,
                     "max_context": MAX_CONTEXT_SOURCE, "prompt_states": PROMPT_STATES_SOURCE,
@@ -429,6 +433,34 @@ def fleet(hosts, headroom=HEADROOM):
                     "partitioning": "exo/topology/ring_memory_weighted_partitioning_strategy.py; "
                                     "exo/topology/partitioning_strategy.py"},
     }
+
+
+def _largest(verdicts):
+    """The largest model (by parameters, then id) that the verdicts say is served, or None."""
+    served = [v for v in verdicts if v["serves"]]
+    return max(served, key=lambda v: (v["parameters"], v["model"]))["model"] if served else None
+
+
+def _by_ring(rows):
+    """{ring: its host rows, in the fleet's order}, in one pass over the fleet."""
+    rings = {}
+    for row in rows:
+        rings.setdefault(row["ring"], []).append(row)
+    return rings
+
+
+def ring_row(name, rows, sizes, headroom=HEADROOM):
+    """What one ring serves: exo runs a ring per exo_node_ring over its own hosts' nodes alone, so a model is
+    served there only when that ring's nodes hold it, whatever the rest of the fleet has. The same serve() as
+    the whole fleet's verdicts, so the two views cannot disagree on one ring's arithmetic.
+
+    rows: the ring's host rows (host_row()); sizes: model_sizes().
+    """
+    nodes = [i for row in rows for i in row["instances"]]
+    served = [v for v in (serve(model, nodes, headroom) for model in sizes) if v["serves"]]
+    return {"ring": name, "hosts": [r["host"] for r in rows], "nodes": len(nodes),
+            "memory_mib": sum(n["memory_mib"] for n in nodes), "models": [v["model"] for v in served],
+            "largest": _largest(served), "excluded": [r["host"] for r in rows if r["excluded"]]}
 
 
 def _missing(verdict, excluded, smallest):

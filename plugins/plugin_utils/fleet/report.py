@@ -128,11 +128,18 @@ MODEL_COLUMNS = (("Model", "model", "text"), ("Set", "parameter_set", "text"), (
                  ("Short MiB", "short_mib", "num"), ("Fewest nodes", "fewest_nodes", "num"),
                  ("Serves", "serves", "state"),
                  ("What is missing", "missing", "lines"))
-HOST_COLUMNS = (("Host", "host", "text"), ("Backend", "backend", "text"), ("NVML", "nvml_status", "text"),
-                ("Driver", "driver_version", "text"), ("Driver needed", "driver_needed", "text"),
-                ("Pending reboot", "pending_reboot", "text"), ("RAM MiB", "memory_mib", "num"),
+HOST_COLUMNS = (("Host", "host", "text"), ("Ring", "ring", "text"), ("Backend", "backend", "text"),
+                ("NVML", "nvml_status", "text"), ("Driver", "driver_version", "text"),
+                ("Driver needed", "driver_needed", "text"), ("Pending reboot", "pending_reboot", "text"),
+                ("RAM MiB", "memory_mib", "num"),
                 ("exo sees", "exo_chip", "text"), ("exo MiB", "exo_memory_mib", "num"),
                 ("Instances", "instances", "num"), ("In the ring", "excluded_reason", "text"))
+# A ring's counts: "hosts" and "models" are lists in the JSON, shown as how many.
+RING_COLUMNS = (("Ring", "ring", "text"), ("Hosts", "hosts", "num"), ("Nodes", "nodes", "num"),
+                ("Memory MiB", "memory_mib", "num"), ("Largest model", "largest", "text"),
+                ("Models served", "models", "num"))
+# What the report calls the ring of the hosts that name none (exo_node_ring ""): the node role's is the play's.
+UNNAMED_RING = "(the play's hosts)"
 GPU_COLUMNS = (("Host", "host", "text"), ("GPU", "index", "num"), ("Name", "name", "text"), ("Chip", "chip", "text"),
                ("Memory MiB", "memory_mib", "num"), ("fp16 TFLOPS", "fp16_tflops", "num"),
                ("fp32 TFLOPS", "fp32_tflops", "num"), ("TFLOPS from", "flops_source", "text"), ("MIG", "mig", "text"),
@@ -166,6 +173,13 @@ def _hosts_table(report):
         ((("class", "host excluded" if h["excluded"] else "host"), ("data-host", h["host"])),
          dict(h, instances=len(h["instances"]), excluded_reason=h["excluded_reason"] or "yes"))
         for h in report["hosts"]])
+
+
+def _rings_table(report):
+    return _table("rings", RING_COLUMNS, [
+        ((("class", "ring"), ("data-ring", r["ring"])),
+         dict(r, ring=r["ring"] or UNNAMED_RING, hosts=len(r["hosts"]), models=len(r["models"])))
+        for r in report["rings"]])
 
 
 def _gpus_table(report):
@@ -212,6 +226,9 @@ def html(report, title="exo fleet"):
         "<p class=\"verdict\">%s</p>" % verdict,
         "<h2>Hosts left out of the ring</h2><ul id=\"excluded\">%s</ul>" % excluded if excluded else "",
         "<h2>GPUs the health watcher holds out</h2><ul id=\"drained\">%s</ul>" % drained if drained else "",
+        "<h2>Rings</h2><p>Each ring is exo's ring over the nodes of the hosts that name it (<code>exo_node_ring</code>): "
+        "what it serves is what those nodes hold, whatever the rest of the fleet has. The verdict above and the table "
+        "below are the whole fleet as one ring.</p>", _rings_table(report),
         "<h2>What the fleet can serve</h2>", _models_table(report),
         "<h2>Memory per host and instance against the models' needs</h2><div class=\"plot\">%s</div>" % plot,
         "<h2>Hosts</h2>", _hosts_table(report),

@@ -128,6 +128,14 @@ def test_the_report_of_50_hosts_says_what_the_fleet_serves_and_on_which_ring(fle
             assert model["missing"][0].startswith("serves on a ring of the fleet's %d largest node(s): %s %s" % (
                 ring, ordered[0]["host"], ordered[0]["label"])), model["missing"]
     assert "h100x4" in ordered[0]["host"]
+    # No host names a ring (exo_node_ring): they are all the unnamed ring of the play's hosts, which
+    # serves what the fleet as one ring serves.
+    assert report["rings"] == [{"ring": "", "hosts": [h["host"] for h in report["hosts"]], "nodes": len(ordered),
+                                "memory_mib": sum(n["memory_mib"] for n in ordered),
+                                "models": [m["model"] for m in report["models"] if m["serves"]],
+                                "largest": report["largest"], "excluded": [e["host"] for e in report["excluded"]]}]
+    assert "ring (the play's hosts): %d hosts, serves %d of %d models; the largest: %s" % (
+        HOSTS, len(report["rings"][0]["models"]), len(report["models"]), report["largest"] or "none") in proc.stdout
     fewer = [m for m in report["models"] if not m["serves"] and m["fewest_nodes"]]
     assert re.search(r"serves \d+ of %d models;.*; %d more on a ring of fewer, larger nodes"
                      % (len(report["models"]), len(fewer)), proc.stdout, re.S), proc.stdout[-3000:]

@@ -214,3 +214,56 @@ def test_a_fleet_whose_whole_ring_breaks_names_a_smaller_ring_that_serves(facts)
     served = model(report, "llama-3.3-70b")
     assert served["serves"] and served["missing"] == [] and 1 < served["fewest_nodes"] <= len(report["nodes"])
     assert model(fleet(facts, ["gone"]), "llama-3.2-1b")["fewest_nodes"] is None
+
+
+# ---- rings by group (exo_node_ring) ---------------------------------------------------------------
+
+SMALL = ["llama-3.2-1b", "llama-3.2-1b-8bit", "llama-3.2-3b", "llama-3.2-3b-8bit", "llama-3.2-3b-bf16"]
+UP_TO_8B = SMALL + ["llama-3.1-8b", "llama-3-8b"]
+EVERY = [row[0] for row in capacity.MODELS]
+# (hosts, each host's variables, {ring: (its hosts, nodes, the models it serves, the largest, its hosts left out)})
+RINGS = {
+    "two rings of different hardware, each serving its own": (
+        ["four", "rtx"], {"four": {"exo_node_ring": "big"}, "rtx": {"exo_node_ring": "small"}},
+        {"big": (["four"], 4, EVERY, "llama-3.3-70b", []),
+         "small": (["rtx"], 2, UP_TO_8B, "llama-3.1-8b", [])}),
+    "the hosts that name no ring, or \"\", are the unnamed one": (
+        ["mig", "four", "cpu_only"], {"four": {"exo_node_ring": "big"}, "mig": {"exo_node_ring": ""}},
+        {"": (["mig", "cpu_only"], 2, SMALL, "llama-3.2-3b-bf16", []),
+         "big": (["four"], 4, EVERY, "llama-3.3-70b", [])}),
+    "a host left out is named in its own ring": (
+        ["rtx", "four", "reboot", "gone"],
+        {"rtx": {"exo_node_ring": "small"}, "reboot": {"exo_node_ring": "small"}, "gone": {"exo_node_ring": "small"}},
+        {"": (["four"], 4, EVERY, "llama-3.3-70b", []),
+         "small": (["rtx", "reboot", "gone"], 2, UP_TO_8B, "llama-3.1-8b", ["reboot", "gone"])}),
+    "a ring of nothing but hosts left out serves nothing": (
+        ["four", "reboot"], {"reboot": {"exo_node_ring": "down"}},
+        {"": (["four"], 4, EVERY, "llama-3.3-70b", []),
+         "down": (["reboot"], 0, [], None, ["reboot"])}),
+}
+
+
+@pytest.mark.parametrize("hosts, variables, rings", list(RINGS.values()), ids=list(RINGS))
+def test_each_ring_says_what_it_serves_over_its_own_nodes(facts, hosts, variables, rings):
+    report = fleet(facts, hosts, **variables)
+    assert [r["ring"] for r in report["rings"]] == sorted(rings)
+    for ring in report["rings"]:
+        members, nodes, models, largest, excluded = rings[ring["ring"]]
+        memory = sum(n["memory_mib"] for n in report["nodes"] if n["host"] in members)
+        assert ring == {"ring": ring["ring"], "hosts": members, "nodes": nodes, "memory_mib": memory,
+                        "models": models, "largest": largest, "excluded": excluded}
+    assert dict((h["host"], h["ring"]) for h in report["hosts"]) == dict(
+        (host, name) for name, ring in rings.items() for host in ring[0])
+
+
+def test_the_unnamed_ring_of_the_whole_play_serves_what_the_fleet_serves(facts):
+    # 8 nodes in one ring: the 1B models' ring breaks (a 16 GiB share under one layer), whatever the hosts.
+    report = fleet(facts, ["four", "mig", "cpu_only", "rtx"])
+    [ring] = report["rings"]
+    assert (ring["ring"], ring["hosts"], ring["nodes"]) == ("", ["four", "mig", "cpu_only", "rtx"], 8)
+    assert ring["models"] == [m["model"] for m in report["models"] if m["serves"]] and "llama-3.2-1b" not in ring["models"]
+    assert ring["largest"] == report["largest"]
+    # The same hosts in two rings: each ring is small enough for the 1B models, which the fleet as one ring is not.
+    split = fleet(facts, ["four", "mig", "cpu_only", "rtx"], four={"exo_node_ring": "a"}, rtx={"exo_node_ring": "a"})
+    assert all("llama-3.2-1b" in ring["models"] for ring in split["rings"])
+    assert not model(split, "llama-3.2-1b")["serves"]  # the whole-fleet view stays the one ring of every node

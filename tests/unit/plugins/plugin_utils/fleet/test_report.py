@@ -17,15 +17,20 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
 
 
-def one_gpu_fleet(memory_mib):
-    """capacity.fleet() over one host whose planner gave one GPU instance of memory_mib."""
-    instance = {"node_id": "h-GPU-1", "name": "GPU-1", "kind": "gpu", "gpu_index": 0,
+def gpu_host(memory_mib, host="h", ring=""):
+    """capacity.fleet()'s entry for a host of ring whose planner gave one GPU instance of memory_mib."""
+    instance = {"node_id": host + "-GPU-1", "name": "GPU-1", "kind": "gpu", "gpu_index": 0,
                 "capabilities": {"chip": "NVIDIA <H100>", "memory": memory_mib}}
     facts = {"backend": "cuda", "nvml": {"status": "ok", "driver_version": "580.159.04"}, "driver_needed": False,
              "host": {"memory_mib": 128887}, "exo": {"chip": "NVIDIA <H100>", "memory": memory_mib},
              "gpus": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "chip": "NVIDIA <H100>", "memory_mib": memory_mib,
                        "flops": {"fp16": 989.5, "fp32": 67.0, "source": "table"}}]}
-    return capacity.fleet([{"host": "h", "facts": facts, "plan": {"instances": [instance], "errors": []}}])
+    return {"host": host, "facts": facts, "plan": {"instances": [instance], "errors": []}, "ring": ring}
+
+
+def one_gpu_fleet(memory_mib):
+    """capacity.fleet() over one host whose planner gave one GPU instance of memory_mib."""
+    return capacity.fleet([gpu_host(memory_mib)])
 
 
 def test_the_page_says_what_is_served_and_escapes_what_it_shows():
@@ -105,3 +110,26 @@ def test_the_report_shows_what_the_health_watcher_holds_out(watcher, columns, li
 def test_the_facts_watcher_reaches_the_gpu_row():
     row = capacity._gpu_row({"index": 0, "watcher": {"drained": True, "reason": "r", "since": 0}})
     assert (row["watcher"], row["watcher_reason"], row["watcher_since"]) == ("drained", ["r"], "1970-01-01T00:00:00Z")
+
+
+# (the ring, the cells of its row in the Rings table: its name as shown, hosts, nodes, memory, the largest, how many
+# models it serves) for two H100 hosts in the ring "h100<&>" (a name shown as text), and one of 24 GiB in none.
+RING_ROWS = [
+    ("", {"ring": "(the play's hosts)", "hosts": "1", "nodes": "1", "memory_mib": "24576", "largest": "llama-3.1-8b",
+          "models": "7"}),
+    ("h100<&>", {"ring": "h100<&>", "hosts": "2", "nodes": "2", "memory_mib": "163118", "largest": "llama-3.3-70b",
+                 "models": "11"}),
+]
+
+
+@pytest.mark.parametrize("ring, cells", RING_ROWS)
+def test_the_page_shows_each_ring_and_what_it_serves(ring, cells):
+    report = capacity.fleet([gpu_host(81559, "a1", "h100<&>"), gpu_host(24576, "u1"), gpu_host(81559, "a2", "h100<&>")])
+    page = fleet_report.html(report)
+    table = page[page.index('<table id="rings">'):]
+    row = table[table.index('<tr class="ring" data-ring="%s">' % fleet_report.escape(ring)):]
+    row = row[:row.index("</tr>")]
+    assert row.count("<td") == len(cells)
+    for field, text in cells.items():
+        assert 'data-field="%s">%s</td>' % (field, fleet_report.escape(text)) in row, (field, row)
+    assert '<tr class="host" data-host="a1"><td data-field="host">a1</td><td data-field="ring">h100&lt;&amp;&gt;</td>' in page

@@ -63,3 +63,29 @@ def test_a_host_confined_by_the_role_is_planned_as_the_role_plans_it():
                        "exo_node_api_proxy": True, "exo_node_api_proxy_tokens": ["t" * 32]}}
     report = plugin.fleet_capacity(["h1"], hostvars)
     assert report["excluded"] == [] and len(report["nodes"]) == 1
+
+
+# (each host's exo_node_ring, None for none; the exo_node_cluster_hosts the report plans each host with: its ring's)
+CLUSTERS = [
+    ({"h1": None, "h2": None}, {"h1": ["h1", "h2"], "h2": ["h1", "h2"]}),
+    ({"a1": "a", "b1": "b", "u1": None, "a2": "a", "u2": ""},
+     {"a1": ["a1", "a2"], "a2": ["a1", "a2"], "b1": ["b1"], "u1": ["u1", "u2"], "u2": ["u1", "u2"]}),
+]
+
+
+@pytest.mark.parametrize("rings, cluster_hosts", CLUSTERS)
+def test_each_host_is_planned_with_its_rings_hosts(monkeypatch, rings, cluster_hosts):
+    planned = {}
+    instances = plugin.plan.instances
+
+    def record(facts, settings, host, **options):
+        planned[host] = settings["exo_node_cluster_hosts"]
+        return instances(facts, settings, host, **options)
+
+    monkeypatch.setattr(plugin.plan, "instances", record)
+    hostvars = dict((host, dict({"ansible_facts": {"device_capabilities": REAL}},
+                                **({} if ring is None else {"exo_node_ring": ring}))) for host, ring in rings.items())
+    report = plugin.fleet_capacity(list(rings), hostvars)
+    assert planned == cluster_hosts and report["excluded"] == []
+    assert dict((ring["ring"], ring["hosts"]) for ring in report["rings"]) == dict(
+        (rings[host] or "", hosts) for host, hosts in cluster_hosts.items())
