@@ -4,15 +4,24 @@
 """What site.yml costs the controller as the fleet grows, against Ansible's floor, and what its planners cost per host.
 
     make bench-site        (or: .venv/bin/python benchmarks/fleet_site.py --sizes 1,10 --rounds 1
-                                 --fleet-sizes 1000,10000 --one-ring 1000 --calls 100, the defaults)
+                                 --fleet-sizes 1000,10000 --calls 0, the defaults)
 
-The defaults take about ten minutes on two busy cores: each site.yml run on 10 hosts one and a half
-to two, the report's page for 10,000 hosts two. --sizes 100 is ten times the 10 hosts' runs.
---no-site and --no-planners leave a part out.
+    benchmarks/fleet_site.py --no-planners --sizes 1,10,100       site.yml alone, up to 100 hosts
+    benchmarks/fleet_site.py --no-site                            the planners alone
+    benchmarks/fleet_site.py --no-site --one-ring 1000            and one ring of 1,000, for comparison
+
+The defaults take about thirteen minutes on two busy cores: each site.yml run on 10 hosts two and
+a half, the planners five, of which the report's page for 10,000 hosts three. --sizes 100 is ten times
+the 10 hosts' runs. --no-site and --no-planners leave a part out.
+
+The fleet is several rings, each an inventory group as docs/node.md ("Rings") has them: ring_00,
+ring_01, ... of up to 8 hosts (--ring-size), consecutive and as even as they can be (10 hosts are
+two rings of 5; 1,000 and 10,000 are rings of 8; one host is one ring of one), each group's
+exo_node_ring its own name. No host sets exo_node_cluster_hosts: the role's default
+(groups[exo_node_ring]) makes each host's ring, so a host reads its ring's hosts, not the fleet's.
 
 site.yml: the probe, the driver role and the node role in check mode, over 1, 10 (--sizes) simulated
-hosts on the local connection, in rings of up to 8 (--ring-size): a group per ring, whose
-exo_node_cluster_hosts names the ring's hosts. Each host is a simulated one of tests/simulated/hosts.py
+hosts on the local connection, in those rings. Each host is a simulated one of tests/simulated/hosts.py
 (4, 1, 2 and 8 H100s in turn): its own /sys tree (device_facts_rootfs) and, through a two-line
 interpreter wrapper that is its ansible_python_interpreter, its own simulated libnvidia-ml config;
 its own exo_node_address and directories. The driver role only plans (exo_driver_plan_only); the
@@ -43,21 +52,34 @@ With the local connection the hosts' modules run on the controller: the CPU and 
 them too. The floor carries the same, which the ratio takes out; it does not take out what a real
 fleet adds (SSH, the network, the hosts' own disks and CPUs).
 
-The planners: the controller-side filters that read the ring's or the fleet's hosts, in-process, over
-1,000 and 10,000 hosts (--fleet-sizes) in rings of 8, and over one ring of 1,000 (--one-ring), which
-is what the role's default exo_node_cluster_hosts (every host of the play) makes. The hostvars are
-as the role publishes them: each host's exo_node_instances from the node_plan filter on recorded
-facts of tests/fixtures/simulated (its ring's tunnel decided first by node_tunnel, as tunnel_plan.yml
-does), its exo_node_ring_peer with a public key (as tunnel.yml publishes it), its inventory's
-exo_node_address and exo_node_cluster_hosts. The tunnel's network is a /16 so that a ring of 1,000
-gets addresses. Per host, as the role (and verify.yml, for ring_capacity) calls them: node_tunnel,
-node_plan, node_tunnel_ring, node_cluster, node_firewall, ring_capacity (llama-3.1-70b); per fleet,
-once: fleet_capacity and fleet_report_html, shown per host (their time over the hosts). A per-host
-planner is called on --calls hosts spread over the fleet (every host where the fleet has no more),
-not on all: node_cluster reads every host of the play, so calling it on each of 10,000 takes the square.
-Prints CPU microseconds per host (median over the rounds) and the ratio 10,000/1,000: 1.0 is flat,
-10 is a cost per host that grows with the fleet. The one ring of 1,000 is expected to grow with the
-ring's size, so with the square of the fleet for the fleet: it is measured at 1,000 only.
+The planners: everything that runs per host over its ring or over the fleet, in-process, over 1,000
+and 10,000 hosts (--fleet-sizes) in the same rings of 8. The hostvars are as a play has them: each
+host's inventory exo_node_address and its group's exo_node_ring; its exo_node_instances from the
+node_plan filter on recorded facts of tests/fixtures/simulated (its ring's tunnel decided first by
+node_tunnel, as tunnel_plan.yml does), with the ring's name in each instance; its exo_node_ring_peer
+with a public key (as tunnel.yml publishes it). A host's exo_node_cluster_hosts is what the role's
+default gives, its ring's group. Per host, as the role (and verify.yml, for ring_capacity) calls
+them: node_tunnel, node_plan, node_tunnel_ring, node_cluster (the ring's hosts and ring=its name),
+node_firewall, ring_capacity (llama-3.1-70b); per fleet, once over every host: the fleet report,
+fleet_capacity (as the filter is in the tree, with its rings) and fleet_report_html, shown per host
+(their time over the hosts). Each is called once untimed first: what runs once in a process (an
+import, matplotlib's fonts) is no cost per host.
+
+A per-host planner is called on every host, in the inventory's order as a play goes through them,
+so that each ring's published data is read by its eight hosts in turn at either size. --calls N
+calls it on N hosts spread over the fleet instead, each of which then finds its ring's data out of
+the CPU's caches, the more so the larger the fleet: node_tunnel_ring and node_cluster, the first to
+read it, came out 1.15 to 1.3 times as costly at 10,000 as at 1,000 that way, with the same function
+calls per host. In a round the per-host planners go through each fleet three times, the sizes in
+turn, and the least of the three is the round's figure (another process on the machine only ever
+adds to it); the per-fleet ones go once. Prints CPU microseconds per host (median over the rounds),
+the ratio 10,000/1,000 and whether it is flat, within 1.10: 1.0 is a cost per host that stays flat,
+10 one that grows with the fleet.
+
+--one-ring adds, for comparison, fleets that are one ring of every host (no exo_node_ring: the
+play's hosts, which the role's preflight refuses above exo_node_ring_max_hosts; the planners do
+not check it, and the tunnel's network is a /16 for them): there each host reads every other, so
+its cost grows with the fleet.
 
 What it does not measure: SSH and real hosts (benchmarks/fleet.py measures gathering over SSH), a
 run that installs or changes anything, the templating around the filters in a play (Ansible's
@@ -97,6 +119,8 @@ from ansible_collections.gpufleet.exo.plugins.filter import ring_capacity as rin
 # The simulated hosts, in turn: H100s four, one, two and eight to a host.
 KINDS = ("four", "one", "two", "eight")
 RING_SIZE = 8
+# The most a planner's CPU per host may grow from the smallest fleet to the largest and still be flat.
+FLAT = 1.10
 # The model ring_capacity asks about (verify.yml asks for each of exo_node_models).
 MODEL = "llama-3.1-70b"
 
@@ -148,6 +172,11 @@ def rings(names, most=RING_SIZE):
     return [names[i * len(names) // count:(i + 1) * len(names) // count] for i in range(count)]
 
 
+def ring_groups(names, most=RING_SIZE):
+    """{ring's inventory group: its hosts}: ring_00, ring_01, ... over rings(), each group's exo_node_ring its name."""
+    return dict(("ring_%02d" % number, ring) for number, ring in enumerate(rings(names, most)))
+
+
 def floor_play(host_tasks, controller_tasks):
     """Ansible's floor for that many tasks per host: ping for a module's round trip, set_fact for the controller's."""
     tasks = ["    - name: Round trip %d\n      ansible.builtin.ping:\n" % (n + 1) for n in range(host_tasks)]
@@ -188,9 +217,10 @@ def site_inventory(tmp, lib, count, ring_size):
         hosts[name] = {"ansible_python_interpreter": interpreter(tmp, name, env), "device_facts_rootfs": root,
                        "exo_node_address": str(ipaddress.ip_address("10.64.0.1") + number)}
         hosts[name].update(helpers.site_dirs(paths))
-    for number, ring in enumerate(rings(names, ring_size)):
-        groups["ring%02d" % number] = {"hosts": dict((name, hosts[name]) for name in ring),
-                                       "vars": {"exo_node_cluster_hosts": ring}}
+    # A group per ring that names itself in exo_node_ring: the role's default exo_node_cluster_hosts
+    # (groups[exo_node_ring]) makes each host's ring, as docs/node.md ("Rings") has an inventory do it.
+    for group, ring in ring_groups(names, ring_size).items():
+        groups[group] = {"hosts": dict((name, hosts[name]) for name in ring), "vars": {"exo_node_ring": group}}
     return {"all": {"children": {"exo_nodes": {"children": groups}}, "vars": dict(
         helpers.SITE_HERE, exo_node_source="path", exo_node_source_path=os.path.join(REPO, "tests", "standin"),
         exo_node_exo_unpatched=True)}}
@@ -304,13 +334,17 @@ def print_site(rows, args):
 
 PER_HOST = ("node_tunnel", "node_plan", "node_tunnel_ring", "node_cluster", "node_firewall", "ring_capacity")
 PER_FLEET = ("fleet_capacity", "fleet_report_html")
+# Times a round goes through the per-host planners of each fleet.
+PASSES = 3
 
 
-def base_settings():
+def base_settings(named=True):
     """The role's variables as __exo_node_settings holds them, before the host's own."""
-    settings = dict(helpers.NODE_DEFAULTS, exo_node_refresh_facts="never",
-                    # Room for a ring of 10,000 (the default /24 holds 254 hosts).
-                    exo_node_ring_tunnel_network="10.213.0.0/16")
+    settings = dict(helpers.NODE_DEFAULTS, exo_node_refresh_facts="never")
+    if not named:
+        # One ring of the whole fleet (--one-ring): room for it in the tunnel's network (the default /24 holds 254
+        # hosts). Its size is the preflight's to refuse, which the planners do not check again.
+        settings.update(exo_node_ring_tunnel_network="10.213.0.0/16")
     return settings
 
 
@@ -319,17 +353,25 @@ def ring_key(name):
     return base64.b64encode(hashlib.sha256(name.encode()).digest()).decode()
 
 
-def planner_fleet(count, ring_size):
-    """{host: what the role holds there} and the hostvars the role publishes, for count hosts in rings of ring_size."""
+def planner_fleet(count, ring_size, named=True):
+    """{host: what the role holds there} and the hostvars the role publishes, for count hosts in rings of ring_size.
+
+    named: each ring an inventory group that exo_node_ring names (ring_groups()); else no exo_node_ring, the ring
+    the play's hosts (--one-ring)."""
     facts = dict((kind, helpers.with_tinygrad(helpers.recorded_facts(kind))) for kind in KINDS)
     names = ["gpu%05d" % n for n in range(count)]
-    ring_of = dict((name, ring) for ring in rings(names, ring_size) for name in ring)
-    base = base_settings()
+    groups = ring_groups(names, ring_size) if named else {"": names}
+    group_of = dict((name, group) for group, ring in groups.items() for name in ring)
+    base = base_settings(named)
     hosts, hostvars = {}, {}
     for number, name in enumerate(names):
-        own = {"exo_node_id_prefix": name, "exo_node_address": str(ipaddress.ip_address("10.64.0.1") + number),
-               "exo_node_cluster_hosts": ring_of[name]}
-        settings = dict(base, **own)
+        # The inventory's: the host's address, and its group's exo_node_ring.
+        inventory = {"exo_node_address": str(ipaddress.ip_address("10.64.0.1") + number)}
+        if named:
+            inventory["exo_node_ring"] = group_of[name]
+        # The role's defaults of the templates: exo_node_id_prefix is inventory_hostname, exo_node_cluster_hosts
+        # groups[exo_node_ring] (the play's hosts without one). The ring's list is the group's, shared, as there.
+        settings = dict(base, exo_node_id_prefix=name, exo_node_cluster_hosts=groups[group_of[name]], **inventory)
         tunnel = tunnel_filters.node_tunnel(settings, name)
         planned_settings = dict(settings, **tunnel["settings"])
         kind = facts[KINDS[number % len(KINDS)]]
@@ -337,8 +379,8 @@ def planner_fleet(count, ring_size):
         if planned["errors"] or tunnel["errors"]:
             raise SystemExit("host %s: %s" % (name, planned["errors"] + tunnel["errors"]))
         hosts[name] = {"settings": settings, "planned_settings": planned_settings, "tunnel": tunnel, "facts": kind,
-                       "instances": planned["instances"], "ring": ring_of[name]}
-        hostvars[name] = dict(own, ansible_facts={
+                       "instances": planned["instances"], "ring": groups[group_of[name]], "ring_name": group_of[name]}
+        hostvars[name] = dict(inventory, ansible_facts={
             "device_capabilities": kind, "exo_node_instances": planned["instances"],
             "exo_node_ring_peer": dict(tunnel["published"], public_key=ring_key(name))})
     return names, hosts, hostvars
@@ -352,59 +394,93 @@ def called(names, calls):
     return sorted(random.Random(0).sample(names, calls))
 
 
-def time_planners(names, hosts, hostvars, calls):
-    """{planner: CPU µs per host}: per-host planners over the hosts called, per-fleet ones once over all."""
-    spent = dict((name, 0.0) for name in PER_HOST)
-    chosen = called(names, calls)
+def plan_host(name, host, hostvars):
+    """{planner: CPU s} of one host's per-host planners, called as the role (and verify.yml, for ring_capacity) calls
+    them, each on what the one before gave."""
     clock = time.process_time
-    for name in chosen:
-        host = hosts[name]
-        started = clock()
-        tunnel = tunnel_filters.node_tunnel(host["settings"], name)
-        middle = clock()
-        node_filters.node_plan(host["facts"], host["planned_settings"], name)
-        done = clock()
-        spent["node_tunnel"] += middle - started
-        spent["node_plan"] += done - middle
-        started = clock()
-        peers = tunnel_filters.node_tunnel_ring(tunnel, name, hostvars)
-        middle = clock()
-        cluster = node_filters.node_cluster(host["instances"], name, host["ring"], names, hostvars, play_hosts=names)
-        done = clock()
-        spent["node_tunnel_ring"] += middle - started
-        spent["node_cluster"] += done - middle
-        started = clock()
-        node_filters.node_firewall(host["instances"], cluster, host["planned_settings"], os_family="Debian",
-                                   tunnel=dict(tunnel, **peers))
-        middle = clock()
-        fit = ring_filters.ring_capacity(MODEL, host["ring"], hostvars)
-        done = clock()
-        spent["node_firewall"] += middle - started
-        spent["ring_capacity"] += done - middle
-        if peers["errors"] or cluster["errors"] or fit is None:
-            raise SystemExit("host %s: %s" % (name, peers["errors"] + cluster["errors"]))
-    result = dict((name, 1e6 * total / len(chosen)) for name, total in spent.items())
+    spent = {}
+    started = clock()
+    tunnel = tunnel_filters.node_tunnel(host["settings"], name)
+    middle = clock()
+    node_filters.node_plan(host["facts"], host["planned_settings"], name)
+    done = clock()
+    spent.update(node_tunnel=middle - started, node_plan=done - middle)
+    started = clock()
+    peers = tunnel_filters.node_tunnel_ring(tunnel, name, hostvars)
+    middle = clock()
+    # As roles/node/tasks/cluster.yml calls it: the ring's hosts, and its name.
+    cluster = node_filters.node_cluster(host["instances"], name, host["ring"], hostvars,
+                                        models=host["settings"]["exo_node_models"], ring=host["ring_name"])
+    done = clock()
+    spent.update(node_tunnel_ring=middle - started, node_cluster=done - middle)
+    started = clock()
+    node_filters.node_firewall(host["instances"], cluster, host["planned_settings"], os_family="Debian",
+                               tunnel=dict(tunnel, **peers))
+    middle = clock()
+    fit = ring_filters.ring_capacity(MODEL, host["ring"], hostvars)
+    done = clock()
+    spent.update(node_firewall=middle - started, ring_capacity=done - middle)
+    if peers["errors"] or cluster["errors"] or fit is None:
+        raise SystemExit("host %s: %s" % (name, peers["errors"] + cluster["errors"]))
+    return spent
+
+
+def plan_fleet(names, hostvars):
+    """{planner: CPU s} of the per-fleet ones over names."""
+    clock = time.process_time
     started = clock()
     report = fleet_filters.fleet_capacity(names, hostvars)
     middle = clock()
     fleet_filters.fleet_report_html(report)
     done = clock()
-    result.update(fleet_capacity=1e6 * (middle - started) / len(names), fleet_report_html=1e6 * (done - middle) / len(names))
-    return result, len(chosen)
+    return {"fleet_capacity": middle - started, "fleet_report_html": done - middle}
+
+
+def warm(names, hosts, hostvars):
+    """Each planner once, untimed, on the first host and its ring: what a planner does once in a process (an import,
+    matplotlib's fonts, a compiled pattern) is no cost per host, and would fall on the first fleet alone."""
+    first = names[0]
+    plan_host(first, hosts[first], hostvars)
+    plan_fleet(hosts[first]["ring"], hostvars)
+
+
+def time_per_host(names, hosts, hostvars, calls):
+    """({per-host planner: CPU µs per host} over the hosts called, how many were called)."""
+    chosen = called(names, calls)
+    spent = dict((name, 0.0) for name in PER_HOST)
+    for name in chosen:
+        for planner, seconds in plan_host(name, hosts[name], hostvars).items():
+            spent[planner] += seconds
+    return dict((name, 1e6 * total / len(chosen)) for name, total in spent.items()), len(chosen)
 
 
 def planner_part(args, fleet_sizes, one_ring):
-    """{(hosts, ring size): {planner: median µs per host}} and {(hosts, ring size): hosts called}."""
-    layouts = [(size, args.ring_size) for size in fleet_sizes] + [(size, size) for size in one_ring]
+    """{(hosts, ring size): {planner: median µs per host}} and {(hosts, ring size): hosts called}.
+
+    In a round, the per-host planners are timed PASSES times over each fleet, the fleets in turn (and the other way
+    round on the next pass), so that the sizes are compared within seconds of each other; the least of a fleet's
+    passes is its figure, as what other processes of the machine do only ever adds to it. The per-fleet ones then
+    once over each fleet."""
+    ringed = [(size, args.ring_size) for size in fleet_sizes]
+    layouts = ringed + [(size, size) for size in one_ring]
     fleets, samples, chosen = {}, dict((layout, []) for layout in layouts), {}
     for round_ in range(args.rounds):
         for layout in layouts:
             if layout not in fleets:
                 started = time.perf_counter()
-                fleets[layout] = planner_fleet(*layout)
+                fleets[layout] = planner_fleet(*layout, named=layout in ringed)
+                warm(*fleets[layout])
                 print("planners: %d hosts in rings of %d built in %.1f s" % (layout + (time.perf_counter() - started,)),
                       flush=True)
-            sample, chosen[layout] = time_planners(*fleets[layout], calls=args.calls)
+        passes = dict((layout, []) for layout in layouts)
+        for number in range(PASSES):
+            for layout in (layouts if number % 2 == 0 else layouts[::-1]):
+                sample, chosen[layout] = time_per_host(*fleets[layout], calls=args.calls)
+                passes[layout].append(sample)
+        for layout in layouts:
+            sample = dict((name, min(p[name] for p in passes[layout])) for name in PER_HOST)
+            names, _hosts, hostvars = fleets[layout]
+            sample.update((name, 1e6 * total / len(names)) for name, total in plan_fleet(names, hostvars).items())
             samples[layout].append(sample)
             print("round %d, planners, %5d hosts in rings of %5d: %s" % (
                 round_ + 1, layout[0], layout[1], ", ".join("%s %.0f" % (n, sample[n]) for n in PER_HOST + PER_FLEET)),
@@ -431,17 +507,18 @@ def print_planners(medians, chosen, args, ringed, one_ring):
               "%d of %d" % (chosen[layout], layout[0]) for layout in ringed + one_ring)))
     heads = ["%d, rings of %d" % layout for layout in ringed] + ["%d, one ring" % layout[0] for layout in one_ring]
     ratio_head = "%d/%d" % (ringed[-1][0], ringed[0][0]) if len(ringed) > 1 else "ratio"
-    print("%-18s %-9s " % ("planner", "called") + " ".join("%17s" % h for h in heads) + " %11s" % ratio_head)
+    print("%-18s %-9s " % ("planner", "called") + " ".join("%17s" % h for h in heads) + " %11s %5s"
+          % (ratio_head, "flat"))
     for name, per, values, ratio in planner_rows(medians, ringed, one_ring):
         print("%-18s %-9s " % (name, "per " + per) + " ".join("%17.0f" % v for v in values)
-              + " %11s" % ("-" if ratio is None else "%.2f" % ratio))
+              + " %11s %5s" % (("-", "-") if ratio is None else ("%.2f" % ratio, "yes" if ratio <= FLAT else "NO")))
     if len(ringed) > 1:
-        print("%s: 1.0 is a cost per host that stays flat; %.0f, one that grows with the fleet."
-              % (ratio_head, float(ringed[-1][0]) / ringed[0][0]))
+        print("%s: 1.0 is a cost per host that stays flat; %.0f, one that grows with the fleet. flat: within %.2f."
+              % (ratio_head, float(ringed[-1][0]) / ringed[0][0], FLAT))
     if one_ring:
-        print("One ring of every host (the default exo_node_cluster_hosts) is expected to cost each host in proportion "
-              "to the ring, so the fleet with its square: measured at %s hosts only."
-              % ", ".join(str(layout[0]) for layout in one_ring))
+        print("One ring of every host (no exo_node_ring: the play's hosts, which the role refuses above "
+              "exo_node_ring_max_hosts), for comparison: each host's cost grows with the ring, the fleet's with its "
+              "square.")
 
 
 def sizes_list(text):
@@ -455,8 +532,10 @@ def main():
     parser.add_argument("--forks", type=int, default=10)
     parser.add_argument("--ring-size", type=int, default=RING_SIZE)
     parser.add_argument("--fleet-sizes", default="1000,10000", help="the planners' fleet sizes in rings (default 1000,10000)")
-    parser.add_argument("--one-ring", default="1000", help="the planners' sizes as one ring of every host (default 1000)")
-    parser.add_argument("--calls", type=int, default=100, help="hosts a per-host planner is called on (0: every host)")
+    parser.add_argument("--one-ring", default="", help="the planners' sizes as one ring of every host, for comparison "
+                        "(the role refuses it; default none)")
+    parser.add_argument("--calls", type=int, default=0, help="hosts a per-host planner is called on, spread over the "
+                        "fleet (default 0: every host, in order)")
     parser.add_argument("--no-site", action="store_true")
     parser.add_argument("--no-planners", action="store_true")
     args = parser.parse_args()
