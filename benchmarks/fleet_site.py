@@ -65,16 +65,16 @@ fleet_capacity (as the filter is in the tree, with its rings) and fleet_report_h
 (their time over the hosts). Each is called once untimed first: what runs once in a process (an
 import, matplotlib's fonts) is no cost per host.
 
-A per-host planner is called on every host, in the inventory's order as a play goes through them,
-so that each ring's published data is read by its eight hosts in turn at either size. --calls N
-calls it on N hosts spread over the fleet instead, each of which then finds its ring's data out of
-the CPU's caches, the more so the larger the fleet: node_tunnel_ring and node_cluster, the first to
-read it, came out 1.15 to 1.3 times as costly at 10,000 as at 1,000 that way, with the same function
-calls per host. In a round the per-host planners go through each fleet three times, the sizes in
-turn, and the least of the three is the round's figure (another process on the machine only ever
-adds to it); the per-fleet ones go once. Prints CPU microseconds per host (median over the rounds),
-the ratio 10,000/1,000 and whether it is flat, within 1.10: 1.0 is a cost per host that stays flat,
-10 one that grows with the fleet.
+A per-host planner is called on every host, in the inventory's order, each over all the hosts before
+the next, as a play's tasks go, so that each ring's published data is read by its eight hosts in
+turn at either size (--calls N: on N hosts spread over the fleet instead, quicker, but each then
+finds its ring's data out of the CPU's caches, which costs more the larger the fleet). In a round
+the per-host planners go through each fleet three times, the sizes in turn, and the least of the
+three is the round's figure (another process on the machine only ever adds to it); the per-fleet
+ones go once. Python's cycle collector is paused while they run: both fleets are in memory, and its
+full passes would charge either with both. Prints CPU microseconds per host (median over the
+rounds), the ratio 10,000/1,000 and whether it is flat, within 1.10: 1.0 is a cost per host that
+stays flat, 10 one that grows with the fleet.
 
 --one-ring adds, for comparison, fleets that are one ring of every host (no exo_node_ring: the
 play's hosts, which the role's preflight refuses above exo_node_ring_max_hosts; the planners do
@@ -91,6 +91,8 @@ from __future__ import absolute_import, division, print_function
 
 import argparse
 import base64
+import contextlib
+import gc
 import hashlib
 import ipaddress
 import json
@@ -394,35 +396,34 @@ def called(names, calls):
     return sorted(random.Random(0).sample(names, calls))
 
 
-def plan_host(name, host, hostvars):
-    """{planner: CPU s} of one host's per-host planners, called as the role (and verify.yml, for ring_capacity) calls
-    them, each on what the one before gave."""
-    clock = time.process_time
-    spent = {}
-    started = clock()
-    tunnel = tunnel_filters.node_tunnel(host["settings"], name)
-    middle = clock()
-    node_filters.node_plan(host["facts"], host["planned_settings"], name)
-    done = clock()
-    spent.update(node_tunnel=middle - started, node_plan=done - middle)
-    started = clock()
-    peers = tunnel_filters.node_tunnel_ring(tunnel, name, hostvars)
-    middle = clock()
+# The per-host planners, as the role (and verify.yml, for ring_capacity) calls them: each step takes a host's name,
+# what the role holds there, the hostvars and what the steps before it gave that host (got), where it leaves its own.
+STEPS = {
+    "node_tunnel": lambda name, host, hostvars, got: got.update(
+        tunnel=tunnel_filters.node_tunnel(host["settings"], name)),
+    "node_plan": lambda name, host, hostvars, got: node_filters.node_plan(
+        host["facts"], host["planned_settings"], name),
+    "node_tunnel_ring": lambda name, host, hostvars, got: got.update(
+        peers=tunnel_filters.node_tunnel_ring(got["tunnel"], name, hostvars)),
     # As roles/node/tasks/cluster.yml calls it: the ring's hosts, and its name.
-    cluster = node_filters.node_cluster(host["instances"], name, host["ring"], hostvars,
-                                        models=host["settings"]["exo_node_models"], ring=host["ring_name"])
-    done = clock()
-    spent.update(node_tunnel_ring=middle - started, node_cluster=done - middle)
-    started = clock()
-    node_filters.node_firewall(host["instances"], cluster, host["planned_settings"], os_family="Debian",
-                               tunnel=dict(tunnel, **peers))
-    middle = clock()
-    fit = ring_filters.ring_capacity(MODEL, host["ring"], hostvars)
-    done = clock()
-    spent.update(node_firewall=middle - started, ring_capacity=done - middle)
-    if peers["errors"] or cluster["errors"] or fit is None:
-        raise SystemExit("host %s: %s" % (name, peers["errors"] + cluster["errors"]))
-    return spent
+    "node_cluster": lambda name, host, hostvars, got: got.update(cluster=node_filters.node_cluster(
+        host["instances"], name, host["ring"], hostvars, models=host["settings"]["exo_node_models"],
+        ring=host["ring_name"])),
+    "node_firewall": lambda name, host, hostvars, got: node_filters.node_firewall(
+        host["instances"], got["cluster"], host["planned_settings"], os_family="Debian",
+        tunnel=dict(got["tunnel"], **got["peers"])),
+    "ring_capacity": lambda name, host, hostvars, got: got.update(
+        fit=ring_filters.ring_capacity(MODEL, host["ring"], hostvars)),
+}
+
+
+def checked_steps(got):
+    """got, or an exit with what a host's planners refused: the figures are of plans that went through."""
+    for name, given in sorted(got.items()):
+        errors = given["peers"]["errors"] + given["cluster"]["errors"]
+        if errors or given["fit"] is None:
+            raise SystemExit("host %s: %s" % (name, errors))
+    return got
 
 
 def plan_fleet(names, hostvars):
@@ -439,18 +440,39 @@ def plan_fleet(names, hostvars):
 def warm(names, hosts, hostvars):
     """Each planner once, untimed, on the first host and its ring: what a planner does once in a process (an import,
     matplotlib's fonts, a compiled pattern) is no cost per host, and would fall on the first fleet alone."""
-    first = names[0]
-    plan_host(first, hosts[first], hostvars)
+    first, got = names[0], {}
+    for planner in PER_HOST:
+        STEPS[planner](first, hosts[first], hostvars, got)
+    checked_steps({first: got})
     plan_fleet(hosts[first]["ring"], hostvars)
 
 
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cycle collector collected, then paused: a full pass of it costs with all the process holds (here
+    every fleet built), not with the planner that happens to set it off."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def time_per_host(names, hosts, hostvars, calls):
-    """({per-host planner: CPU µs per host} over the hosts called, how many were called)."""
+    """({per-host planner: CPU µs per host} over the hosts called, how many were called). Each planner goes over
+    every host called before the next starts, as a play's tasks do (the linear strategy)."""
     chosen = called(names, calls)
-    spent = dict((name, 0.0) for name in PER_HOST)
-    for name in chosen:
-        for planner, seconds in plan_host(name, hosts[name], hostvars).items():
-            spent[planner] += seconds
+    got = dict((name, {}) for name in chosen)
+    spent = {}
+    clock = time.process_time
+    for planner in PER_HOST:
+        step = STEPS[planner]
+        started = clock()
+        for name in chosen:
+            step(name, hosts[name], hostvars, got[name])
+        spent[planner] = clock() - started
+    checked_steps(got)
     return dict((name, 1e6 * total / len(chosen)) for name, total in spent.items()), len(chosen)
 
 
@@ -475,12 +497,15 @@ def planner_part(args, fleet_sizes, one_ring):
         passes = dict((layout, []) for layout in layouts)
         for number in range(PASSES):
             for layout in (layouts if number % 2 == 0 else layouts[::-1]):
-                sample, chosen[layout] = time_per_host(*fleets[layout], calls=args.calls)
+                with collector_paused():
+                    sample, chosen[layout] = time_per_host(*fleets[layout], calls=args.calls)
                 passes[layout].append(sample)
         for layout in layouts:
             sample = dict((name, min(p[name] for p in passes[layout])) for name in PER_HOST)
             names, _hosts, hostvars = fleets[layout]
-            sample.update((name, 1e6 * total / len(names)) for name, total in plan_fleet(names, hostvars).items())
+            with collector_paused():
+                fleet = plan_fleet(names, hostvars)
+            sample.update((name, 1e6 * total / len(names)) for name, total in fleet.items())
             samples[layout].append(sample)
             print("round %d, planners, %5d hosts in rings of %5d: %s" % (
                 round_ + 1, layout[0], layout[1], ", ".join("%s %.0f" % (n, sample[n]) for n in PER_HOST + PER_FLEET)),
