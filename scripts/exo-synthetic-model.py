@@ -28,6 +28,7 @@ tests".
 
 import argparse
 import collections
+import fcntl
 import hashlib
 import json
 import math
@@ -424,6 +425,15 @@ def prepare(out, made_with):
 
 def write_model(out, card="llama-3.2-1b", seed=0, dtype="f16", log=lambda text: None):
     """Write the model into out; returns the manifest's file entries. Files already right are kept."""
+    # Two writers of one directory at once would write one partial file together: the second waits,
+    # then finds the first's files right. The lock is beside the directory, which holds the model only.
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(os.path.abspath(out) + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _write_model(out, card, seed, dtype, log)
+
+
+def _write_model(out, card, seed, dtype, log):
     made_with = options(card, seed, dtype)
     kept = prepare(out, made_with)
     # The manifest first, with no files: it marks the directory as this script's, so that a run cut

@@ -16,6 +16,8 @@ still as recorded, does nothing. Standard library only: the script loads this fi
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import contextlib
+import fcntl
 import glob
 import hashlib
 import importlib.util
@@ -202,6 +204,23 @@ def build(dest, exo, tinygrad="", python="3.12", arch="x86_64", glibc=GLIBC, ski
     if errors:
         raise Failure("; ".join(errors))
     dest = os.path.abspath(dest)
+    # Two builds of one wheelhouse at once (two plays, or a play beside scripts/exo-wheelhouse.py) would
+    # replace each other's wheels half way: the second waits, then finds the first's build up to date.
+    with _locked(dest):
+        return _build(dest, exo, tinygrad, python, arch, glibc, skip, replace, add, extra, index_url, log,
+                      rebuild_changed)
+
+
+@contextlib.contextmanager
+def _locked(dest):
+    """An exclusive lock on dest (a file beside it, so that the wheelhouse holds only what it records)."""
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    with open(dest + ".lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _build(dest, exo, tinygrad, python, arch, glibc, skip, replace, add, extra, index_url, log, rebuild_changed):
     index = ["--index-url", index_url] if index_url else []
     inputs = {"python": python, "arch": arch, "glibc": glibc, "skip": list(skip), "replace": replace,
               "add": list(add), "extra": list(extra), "index": index_url, "exo": source_identity(exo),

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import ast
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -21,6 +22,7 @@ import struct
 import subprocess
 import sys
 import tarfile
+import threading
 
 import numpy
 import pytest
@@ -388,3 +390,20 @@ def test_documented_command_starts(tmp_path):
     assert command.startswith("scripts/exo-synthetic-model.py ")
     proc = run(*(command.split()[1:] + ["--help"]))
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_second_writer_of_one_directory_waits_for_the_first_and_keeps_its_files(tmp_path, small_model):
+    # The molecule scenarios and the integration tests make the same store side by side.
+    out = str(tmp_path / "m")
+    second = threading.Thread(target=model.write_model, args=(out,))
+    with open(out + ".lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        second.start()
+        second.join(0.5)
+        assert second.is_alive() and not os.path.exists(out), "a writer went on while another held the directory"
+        # The first writer's own work, under its lock.
+        model._write_model(out, "llama-3.2-1b", 0, "f16", lambda text: None)
+        weights = os.stat(os.path.join(out, "model.safetensors"))
+    second.join(10)
+    assert not second.is_alive()
+    assert os.stat(os.path.join(out, "model.safetensors")).st_mtime_ns == weights.st_mtime_ns

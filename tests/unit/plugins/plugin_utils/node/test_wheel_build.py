@@ -6,9 +6,11 @@ replaced by wheels written here: the stamp, the refusal of a changed wheel, the 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import fcntl
 import os
 import sys
 import tarfile
+import threading
 
 import pytest
 
@@ -57,6 +59,25 @@ def test_a_build_is_made_once_and_packed_once(tmp_path, builds):
     # The source changed: built again.
     (tmp_path / "exo-src" / "setup.py").write_text("setup(name='exo')")
     assert wheel_build.prepare(request, str(tmp_path / "cache"))["changed"] is True and len(builds) == 2
+
+
+def test_a_second_build_of_one_wheelhouse_waits_for_the_first_and_builds_nothing(tmp_path, builds):
+    # As the role's forks build one wheelhouse for many hosts, or a play runs beside scripts/exo-wheelhouse.py.
+    request = source(tmp_path)
+    dest = str(tmp_path / "cache" / "k")
+    os.makedirs(os.path.dirname(dest))
+    results = []
+    second = threading.Thread(target=lambda: results.append(wheel_build.build(dest, request["exo"], log=lambda line: None)))
+    with open(dest + ".lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        second.start()
+        second.join(0.5)
+        assert second.is_alive() and builds == [], "a build went on while another held the wheelhouse"
+        # The first build's own work, under its lock.
+        wheel_build._build(dest, request["exo"], "", "3.12", "x86_64", wheel_build.GLIBC, (), {}, (), (), "",
+                           lambda line: None, True)
+    second.join(10)
+    assert builds == [request["exo"]] and results[0]["built"] is False
 
 
 def test_a_wheel_changed_in_the_cache_is_refused_by_the_role_and_built_again_by_the_script(tmp_path, builds):
