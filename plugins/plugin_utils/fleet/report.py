@@ -98,9 +98,11 @@ def _draw(report, Figure):  # pylint: disable=invalid-name
         by_set.setdefault(model["parameter_set"], model)
     for mark, (name, model) in zip("ovsD^<>", sorted(by_set.items(), key=lambda item: item[1]["parameters"])):
         need, fits = {}, {}
+        # A set: asked once per share, a list made the page grow with the square of the ring.
+        broken_ids = set(model["empty"]) | set(model["unassigned"])
         for share in model["shares"]:
             need[share["host"]] = need.get(share["host"], 0) + share["need_mib"]
-            broken = share["node_id"] in model["empty"] or share["node_id"] in model["unassigned"]
+            broken = share["node_id"] in broken_ids
             fits[share["host"]] = fits.get(share["host"], True) and not broken and (
                 share["fits"] or share["start_layer"] is None)
         placed = [(p, h["host"]) for p, h in zip(positions, hosts) if need.get(h["host"])]
