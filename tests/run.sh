@@ -14,32 +14,14 @@ print_stage_times() {
   echo "=== stage times"
   printf '%-12s %s\n' stage seconds
   for line in "${stage_times[@]}"; do echo "$line"; done
-  # Each scenario's own time: the lanes side by side, and beside the stages before molecule where those ran.
+  # Each scenario's own time, the molecule stage's lanes side by side.
   [ ! -f .build/molecule/times ] || cat .build/molecule/times
-  [ ! -f .build/molecule/lanes.seconds ] \
-    || printf '%-12s %s (the two lanes side by side)\n' lanes "$(cat .build/molecule/lanes.seconds)"
   [ -z "$stage_now" ] || printf '%-12s %d (failed)\n' "$stage_now" $((SECONDS - stage_start))
   [ ! -f .build/containers/ahead.seconds ] \
     || printf '%-12s %s (beside the stages before molecule)\n' images "$(cat .build/containers/ahead.seconds)"
   printf '%-12s %d\n' total "$SECONDS"
 }
-# The lanes started beside the stages before molecule, when a stage before it failed: stopped and their
-# containers destroyed (their log stays in .build/molecule).
-stop_lanes() {
-  [ -n "${lanes_pid:-}" ] && kill -0 "$lanes_pid" 2>/dev/null || return 0
-  echo "=== stopping the molecule scenarios that ran beside the failed stage (their log: $LANES_LOG)"
-  kill -TERM -- "-$lanes_pid" 2>/dev/null || true
-  wait "$lanes_pid" 2>/dev/null || true
-  local scenarios
-  read -ra scenarios <<<"${LANES[*]}"
-  # shellcheck source=tests/containers/env.sh
-  (. tests/containers/env.sh && destroy "${scenarios[@]}") || true
-}
-on_exit() {
-  stop_lanes
-  print_stage_times
-}
-trap on_exit EXIT
+trap print_stage_times EXIT
 # stage_begin NAME, stage_end: what the table says of one stage.
 stage_begin() { stage_now=$1; stage_start=$SECONDS; }
 stage_end() { stage_times+=("$(printf '%-12s %d' "$stage_now" $((SECONDS - stage_start)))"); stage_now=""; }
@@ -129,11 +111,10 @@ scenario() {
 # serve's second host is Debian 13 with CPython 3.12 given as exo_node_python.
 declare -A SCENARIO_IMAGES=([driver:default]="debian12 debian13" [node:default]=debian12
                             [node:cluster]=debian12-exo [node:serve]=debian13-exo)
-# The scenarios in two lanes side by side, and beside the stages before molecule where those run: most
-# of their time is spent waiting on systemd, apt and exo's ring, and one after the other they left the
-# two cores idle about half the time. Then serve alone: it loads a 2.5 GB model per host and times its
-# checks against exo's own work (an instance killed mid-answer), which under the other lanes' load took
-# 5 times as long and missed its moment.
+# The scenarios in two lanes side by side: most of their time is spent waiting on systemd, apt and
+# exo's ring, and one after the other they left the two cores idle about half the time. Then serve
+# alone: it loads a 2.5 GB model per host and times its checks against exo's own work (an instance
+# killed mid-answer), which under the other lanes' load took 5 times as long and missed its moment.
 LANES=("driver:default node:default" "node:cluster")
 ALONE=(node:serve)
 read -ra SCENARIOS <<<"${LANES[*]} ${ALONE[*]}"
@@ -178,9 +159,8 @@ destroy() {
   return "$failed"
 }
 
-# The lanes side by side, then their containers destroyed.
-run_lanes() {
-  local spec pids=() failed=0 pid scenarios started=$SECONDS
+run_molecule() {
+  local spec pids=() failed=0 pid scenarios
   tests/containers/setup.sh
   # shellcheck source=tests/containers/env.sh
   . tests/containers/env.sh
@@ -192,25 +172,7 @@ run_lanes() {
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   read -ra scenarios <<<"${LANES[*]}"
   destroy "${scenarios[@]}" || failed=1
-  echo "$((SECONDS - started))" >.build/molecule/lanes.seconds
-  return "$failed"
-}
-
-# The lanes started beside the stages before molecule (lanes_pid), their output kept in a log until then.
-lanes_pid=""
-LANES_LOG=.build/molecule/lanes.log
-
-run_molecule() {
-  local failed=0
-  if [ -n "$lanes_pid" ]; then
-    wait "$lanes_pid" || failed=1
-    cat "$LANES_LOG"
-  else
-    run_lanes || failed=1
-  fi
   [ "$failed" -eq 0 ] || return 1
-  # shellcheck source=tests/containers/env.sh
-  . tests/containers/env.sh
   lane "${ALONE[@]}" || failed=1
   destroy "${ALONE[@]}" || failed=1
   return "$failed"
@@ -344,21 +306,15 @@ fi
 # when stages run before molecule, they are built beside them. podman and debootstrap are installed
 # first, in the foreground, while nothing else uses apt (debootstrap's dpkg is the image's own).
 # A failed build here only shows in its log: the molecule stage builds what is missing itself.
-rm -f .build/containers/ahead.seconds .build/molecule/times .build/molecule/lanes.seconds
+rm -f .build/containers/ahead.seconds .build/molecule/times
 if [[ " ${suites[*]} " == *" molecule "* ]] && [ "${suites[0]}" != molecule ]; then
   echo "=== podman"
   stage_begin podman
   tests/containers/setup.sh
   stage_end
-  mkdir -p .build/containers .build/molecule
+  mkdir -p .build/containers
   images_ahead >.build/containers/ahead.log 2>&1 &
   echo "=== the molecule stage's images are built beside the stages before it (.build/containers/ahead.log)"
-  # In a process group of its own (set -m), for stop_lanes to end the whole of it.
-  set -m
-  run_lanes >"$LANES_LOG" 2>&1 &
-  lanes_pid=$!
-  set +m
-  echo "=== the molecule scenarios but ${ALONE[*]} run beside the stages before it ($LANES_LOG)"
 fi
 for suite in "${suites[@]}"; do
   echo "=== $suite"
