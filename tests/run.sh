@@ -86,7 +86,7 @@ run_integration() {
   # on one worker, the longest files start first, and files that share something run together
   # (tests/conftest.py, the xdist_group marks).
   python -m pytest -q -p no:cacheprovider -n "${GPUFLEET_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder \
-    --durations=15 tests/integration
+    --durations=40 tests/integration
 }
 
 # scenario ROLE NAME: molecule test, its log kept in .build/molecule and its time in the stage table;
