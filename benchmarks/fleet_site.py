@@ -117,6 +117,7 @@ from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as fl
 from ansible_collections.gpufleet.exo.plugins.filter import node_plan as node_filters  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.filter import node_tunnel as tunnel_filters  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.filter import ring_capacity as ring_filters  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings  # noqa: E402
 
 # The simulated hosts, in turn: H100s four, one, two and eight to a host.
 KINDS = ("four", "one", "two", "eight")
@@ -341,7 +342,7 @@ PASSES = 3
 
 
 def base_settings(named=True):
-    """The role's variables as __exo_node_settings holds them, before the host's own."""
+    """The role's variables as given, before the host's own (planner_fleet() checks them, as the role's preflight does)."""
     settings = dict(helpers.NODE_DEFAULTS, exo_node_refresh_facts="never")
     if not named:
         # One ring of the whole fleet (--one-ring): room for it in the tunnel's network (the default /24 holds 254
@@ -373,7 +374,11 @@ def planner_fleet(count, ring_size, named=True):
             inventory["exo_node_ring"] = group_of[name]
         # The role's defaults of the templates: exo_node_id_prefix is inventory_hostname, exo_node_cluster_hosts
         # groups[exo_node_ring] (the play's hosts without one). The ring's list is the group's, shared, as there.
-        settings = dict(base, exo_node_id_prefix=name, exo_node_cluster_hosts=groups[group_of[name]], **inventory)
+        # Checked once, as the role's preflight checks them: the planners take the checked values.
+        settings, errors = check_settings(
+            dict(base, exo_node_id_prefix=name, exo_node_cluster_hosts=groups[group_of[name]], **inventory))
+        if errors:
+            raise SystemExit("host %s: %s" % (name, errors))
         tunnel = tunnel_filters.node_tunnel(settings, name)
         planned_settings = dict(settings, **tunnel["settings"])
         kind = facts[KINDS[number % len(KINDS)]]

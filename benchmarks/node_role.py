@@ -66,11 +66,12 @@ PROBED = """
         timeout: 30
 """
 
-# The variables as preflight.yml reads them (play vars, evaluated inside the role, where its defaults
-# are, until tunnel_plan.yml sets them once).
+# The variables as preflight.yml reads and checks them (play vars, evaluated inside the role, where its
+# defaults are, until tunnel_plan.yml sets them once).
 PLAY_VARS = """
   vars:
-    __exo_node_settings: "{{ dict(__names | zip(query('ansible.builtin.vars', *__names))) }}"
+    __exo_node_settings: >-
+      {{ (dict(__names | zip(query('ansible.builtin.vars', *__names))) | gpufleet.exo.node_settings(inventory_hostname)).settings }}
     __names: >-
       {{ query('ansible.builtin.varnames', '^exo_node_') | reject('in', ['exo_node_instances', 'exo_node_cpu_reason', 'exo_node_ring_peer']) }}
 """

@@ -42,6 +42,7 @@ sys.path[:0] = [p for p in (REPO, COLLECTIONS) if p not in sys.path]
 
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe  # noqa: E402
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan  # noqa: E402
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings  # noqa: E402
 from tests.simulated import hosts as simhosts  # noqa: E402
 from tests.simulated import nvml as simnvml  # noqa: E402
 from tests.simulated import sysfs as simsysfs  # noqa: E402
@@ -355,9 +356,21 @@ def with_tinygrad(facts, version="0.10.0"):
     return facts
 
 
+def checked(settings):
+    """settings as the node role's preflight hands them to the planners: checked, once; a refused one fails the test."""
+    values, errors = check_settings(settings)
+    assert errors == [], errors
+    return values
+
+
 def plan_node(facts, version="0.10.0", existing=(), account=None, **settings):
-    """The node planner for host "h" over NODE_SETTINGS changed by settings; version None: the facts' own tinygrad."""
-    return node_plan.instances(with_tinygrad(facts, version) if version else facts, dict(NODE_SETTINGS, **settings), "h",
+    """The node planner for host "h" over NODE_SETTINGS changed by settings; version None: the facts' own tinygrad.
+
+    As the role asks: the settings checked first, a refused one the only answer (the preflight stops there)."""
+    values, errors = check_settings(dict(NODE_SETTINGS, **settings))
+    if errors:
+        return {"instances": [], "errors": ["host h: %s" % e for e in errors]}
+    return node_plan.instances(with_tinygrad(facts, version) if version else facts, values, "h",
                                existing=existing, account=account, mig_minors_text=simhosts.MIG_MINORS)
 
 

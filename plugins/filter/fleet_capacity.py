@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
 
 # The node role's defaults that are templates of a host's variables (roles/node/defaults/main.yml),
@@ -62,6 +63,15 @@ def host_settings(host, hv, ring, defaults):
     return settings
 
 
+def host_plan(host, facts, settings):
+    """The node planner's preview of host, its settings checked first as the role's preflight checks them: a
+    refused one is the plan's only error, as the role stops there."""
+    values, errors = check_settings(settings)
+    if errors:
+        return {"instances": [], "errors": ["host %s: %s" % (host, e) for e in errors]}
+    return plan.instances(facts, values, host, preview=True)
+
+
 def fleet_capacity(hosts, hostvars, headroom=capacity.HEADROOM):
     hosts = list(hosts)
     defaults = node_defaults()
@@ -71,8 +81,7 @@ def fleet_capacity(hosts, hostvars, headroom=capacity.HEADROOM):
         hv = hostvars[host] if host in hostvars else {}
         facts = (hv.get("ansible_facts") or {}).get("device_capabilities")
         if facts:
-            planned = plan.instances(facts, host_settings(host, hv, members[ring_of[host]], defaults), host,
-                                     preview=True)
+            planned = host_plan(host, facts, host_settings(host, hv, members[ring_of[host]], defaults))
         else:
             planned = {"instances": [], "errors": []}
         entries.append({"host": host, "facts": facts, "plan": planned, "ring": ring_of[host]})

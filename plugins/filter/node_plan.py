@@ -7,11 +7,10 @@ node_proxy (the authenticated front of their API), node_files (the directories, 
 removals of the configure step), node_models (the models placed), node_outcome
 (what a run found: missing device nodes, exposure figures, the instances to restart), node_python
 (the Python that makes exo's virtualenv on the host's platform) and node_install (how exo gets into
-that virtualenv)."""
+that virtualenv). Each planner takes the settings as checked (node_settings', or the role's preflight)
+and never checks them again."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
-
-from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import confinement, files, install, models, outcome, plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
@@ -19,7 +18,7 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import c
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.proxy import proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings, checked
 
 
 def node_plan(facts, settings, host, existing=None, account=None, mig_minors_text=None, mig_minors_error=None,
@@ -47,39 +46,29 @@ def node_cluster(instances, host, cluster_hosts, hostvars, models=(), ring=""):
             "addresses": confinement.ring_addresses(found["peers"]), "errors": found["errors"]}
 
 
-def _checked(name, settings):
-    """The checked values, never the raw ones (a client given as a string is a list by now); a refused
-    setting fails the filter with the role's message."""
-    values, errors = check_settings(settings)
-    if errors:
-        raise AnsibleFilterError("%s: the settings are refused: %s" % (name, "; ".join(errors)))
-    return values
-
-
 def node_firewall(instances, cluster, settings, os_family=None, tunnel=None):
-    return firewall(instances, cluster["peers"], _checked("node_firewall", settings), os_family=os_family, tunnel=tunnel,
+    return firewall(instances, cluster["peers"], checked("node_firewall", settings), os_family=os_family, tunnel=tunnel,
                     ring_ports=cluster.get("ports", ()))
 
 
-def node_proxy(instances, settings):
-    values = _checked("node_proxy", settings)
+def node_proxy(instances, settings, tunnel=None):
+    values = checked("node_proxy", settings)
+    # Clients reach the proxy at the host's own address: with the ring's tunnel on, the settings hold the tunnel's.
+    address = tunnel["endpoint"] if tunnel and tunnel["enabled"] else values["exo_node_address"]
     return proxy(instances, values["exo_node_api_proxy_port"], values["exo_node_api_proxy_tokens"],
-                 values["exo_node_address"], certificate=values["exo_node_api_proxy_tls_certificate"],
+                 address, certificate=values["exo_node_api_proxy_tls_certificate"],
                  key=values["exo_node_api_proxy_tls_key"], origins=values["exo_node_api_proxy_cors_origins"])
 
 
 def node_files(instances, removed, settings, paths):
-    values = _checked("node_files", settings)
+    values = checked("node_files", settings)
     return files.layout(instances, removed, values["exo_node_user"], values["exo_node_group"],
                         values["exo_node_data_dir"], values["exo_node_config_dir"], paths, values["exo_node_firewall"],
                         values["exo_node_discovery"])
 
 
 def node_models(settings, instances, host, store=None, placed=None, free=None):
-    values, errors = models.model_settings(settings)
-    if errors:
-        return {"errors": ["host %s: %s" % (host, e) for e in errors], "summary": [], "repos": []}
-    return models.placement(host, values, instances, store=store, placed=placed, free=free)
+    return models.placement(host, checked("node_models", settings), instances, store=store, placed=placed, free=free)
 
 
 def node_outcome(instances, host, existing=None, devices=None, modprobe=None, units=None, changed=None,

@@ -7,18 +7,12 @@ documented in node_tunnel.yml and node_tunnel_ring.yml beside this file."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import tunnel
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
 
 
 def node_tunnel(settings, host):
-    # The checked values, never the raw ones: the preflight has stopped on any refused one before.
-    values, errors = check_settings(settings)
-    if errors:
-        raise AnsibleFilterError("node_tunnel: the settings are refused: %s" % "; ".join(errors))
-    planned = tunnel.plan(values, host)
+    planned = tunnel.plan(checked("node_tunnel", settings), host)
     return dict(planned, published=tunnel.published(planned))
 
 

@@ -41,8 +41,8 @@ def gathered_with_exo(facts, settings):
             and _section(facts, "tinygrad").get("python", "") == "%s/bin/python" % settings.get("exo_node_install_dir"))
 
 
-# exo_node_refresh_facts: whether the facts at hand count as they are. Left out (a plan outside the
-# role), the facts given count.
+# exo_node_refresh_facts: whether the facts at hand count as they are. Left out, the facts given count;
+# the planner's settings, checked, always hold it (the role's default, auto, where it was not given).
 COUNT_AS_THEY_ARE = {
     "never": lambda facts, settings: True,
     "auto": gathered_with_exo,

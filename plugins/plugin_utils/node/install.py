@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requireme
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheel_build
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
 
 # Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
 # Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; the other families'
@@ -252,18 +252,12 @@ def needed(source, venv):
     return not venv.get("exe") or not same_source(venv.get("marker") or "", source or "")
 
 
-# What steps() answers when a setting is wrong: the errors alone.
-UNPLANNED = {"python_release": "", "python_errors": [], "packages": [], "spec": None, "source_id": None, "pip": [],
-             "wheels": None, "needed": False}
-
-
-def steps(raw, os_family=None, python_choice=None, python_version=None, venv=None, node_plan=None, verify=False,
+def steps(settings, os_family=None, python_choice=None, python_version=None, venv=None, node_plan=None, verify=False,
           arch=None):
     """{"errors", "python_release", "python_errors", "packages", "spec", "source_id", "pip", "wheels", "needed"}:
     what the install tasks do.
 
-    raw: the role's variables as given, all of them (roles/node/tasks/preflight.yml reads them); a
-    bad one gives its error and nothing else. The host's state comes as the tasks registered it,
+    settings: check_settings()' values, as the role's preflight checked them. The host's state comes as the tasks registered it,
     each optional until it is known: python_choice (filter node_python), python_version (`python
     --version`), venv (what gpufleet.exo.exo_host_inspect found: the virtualenv's python, ensurepip,
     exo's executable and the marker), node_plan (the filter node_plan's answer so far) and arch (the
@@ -273,9 +267,7 @@ def steps(raw, os_family=None, python_choice=None, python_version=None, venv=Non
     the controller where pip runs: exo_node_wheelhouse ({"key", "wheelhouse"}), else the build of
     wheels_request(); None where exo is in already, and for a build while the host's Python is not known.
     """
-    settings, errors = check_settings(raw)
-    if errors:
-        return dict(UNPLANNED, errors=errors)
+    settings = checked("node_install", settings)
     errors = source_errors(settings)
     version_result = python_version or {}
     release = python_release(version_result)

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node role's plan of a host: from the device facts and the exo_node_* settings, its exo instances.
 
-instances() takes what the role knows before it changes anything (the facts, the settings as the user
-wrote them, what is configured on the host already) and returns
+instances() takes what the role knows before it changes anything (the facts, the settings as its preflight
+checked them, what is configured on the host already) and returns
 {"instances", "skipped", "errors", "warnings", "removed", "cpu_reason", "preview", "device_groups"
 (the groups the service user needs for the instances' device nodes), ...}. An error names the host, the
 variable, the value as given and what to do; the role stops on any before its first change. The
@@ -22,18 +22,20 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import FAC
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import (
     instance_name, port_errors, removals, render, visibility_errors)
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, check_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, checked
 
 NO_FACTS = "no device facts; run gpufleet.exo.device_facts before this role"
 EXO_MISSING = ("%s/bin/python does not exist yet (check mode), so this plan comes from the facts at hand (NVML: %s); "
                "a real run gathers them again after installing exo")
 
 
-def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None,
+def instances(facts, settings, host, existing=(), account=None, mig_minors_text=None, mig_minors_error=None,
               preview=False, exo_python=None):
     """The instances of a host. Every problem is reported, none raised.
 
-    facts None checks the settings alone (before the facts that count are gathered). preview plans
+    settings: check_settings()' values (the role's preflight checked them; the ring's tunnel may have
+    changed exo_node_address). facts None checks the settings against the host alone (before the facts
+    that count are gathered). preview plans
     from facts whose tinygrad is not exo's yet (gathered before exo is installed): what depends on
     that tinygrad (a forced backend, its variables) is checked once the final facts are there.
     Without preview the facts and exo_node_refresh_facts say whether the plan is a preview
@@ -44,16 +46,15 @@ def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_t
     env file (the result's "existing" holds the names); account: the passwd entry of
     exo_node_user on the host (getent's list) or None; mig_minors_text: the driver's mig-minors file.
     """
+    settings = checked("node_plan", settings)
     if not preview:
-        facts, preview = to_plan(facts, raw_settings, regathered=exo_python is not None)
+        facts, preview = to_plan(facts, settings, regathered=exo_python is not None)
     existing = [instance_name(entry) for entry in existing]
     result = {"instances": [], "skipped": [], "errors": [], "warnings": [], "removed": [], "cpu_reason": None,
               "device_paths": [], "device_groups": [], "existing": existing, "preview": preview or facts is None}
-    settings, errors = check_settings(raw_settings)
-    result["backends"] = backend_refusals.to_check(settings) if not errors else []
-    if "exo_node_user" in settings and "exo_node_user_adopt" in settings:
-        errors += check_account(settings, account)
-    if settings.get("exo_node_firewall") and "exo_node_address" in settings and address_error(settings["exo_node_address"]):
+    result["backends"] = backend_refusals.to_check(settings)
+    errors = check_account(settings, account)
+    if settings["exo_node_firewall"] and address_error(settings["exo_node_address"]):
         errors.append(address_error(settings["exo_node_address"]))
     # In check mode before exo is installed there is no interpreter to gather the facts again with.
     exo_missing = exo_python is not None and not (exo_python.get("stat") or {}).get("exists")
@@ -65,7 +66,7 @@ def instances(facts, raw_settings, host, existing=(), account=None, mig_minors_t
         result["errors"] = ["host %s: %s" % (host, e) for e in errors]
         return result
     if preview:
-        settings["exo_node_tinygrad_backend"] = "auto"
+        settings = dict(settings, exo_node_tinygrad_backend="auto")
     tinygrad = {} if preview else facts["tinygrad"] or {}
     tinygrad_env = set(var for select in (tinygrad.get("select_env") or {}).values() for var in select or {})
     tinygrad_env.update(var for var in (tinygrad.get("visible_devices_env") or {}).values() if var)

@@ -2,12 +2,14 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The node role's preflight (roles/node/tasks/preflight.yml): every refusal that needs only the
-settings and a look at the host, before the role changes anything, in one answer the role sets once.
+settings and a look at the host, before the role changes anything.
 
-The role asks twice: first with the settings and the host's facts alone, which gives the checked
-settings, exo's Python and the paths to look for on the host; then with what the host showed (exo's
-Python's --version and those paths), which adds how exo goes in (install.py) and the refusals of the
-host. A refusal of the first answer stands in the second, and the host's are not looked at then.
+Two steps, each run once per host: preflight() checks the settings (the only check of them in a run:
+the role hands its "settings" on to every planner) with the host's facts alone, and says which Python
+is exo's and which paths to look for on the host; host_check() takes that answer and what the host
+showed (exo's Python's --version and those paths), and adds how exo goes in (install.py) and the
+refusals of the host. A refusal of the first answer stands in the second, and the host's are not
+looked at then.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -16,7 +18,7 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import r
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.install import steps
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.models import repositories
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings, checked
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
 # The exo instances are systemd units: an image or a chroot may have systemd installed without running
@@ -65,12 +67,12 @@ def host_errors(settings, facts, install, found):
     return errors
 
 
-def preflight(raw, host, facts, python_version=None, found=None):
+def preflight(raw, host, facts):
     """{"errors", "settings", "python_choice", "install", "paths", "model_repos"}, each error a line naming the host.
 
     raw: the role's variables as given (preflight.yml reads every exo_node_ one); facts: the host's
-    ansible_facts; python_version: the registered result of `<exo's Python> --version` (skipped or
-    absent in the first answer); found: {path: whether it exists} for "paths" (gpufleet.exo.exo_host_inspect's).
+    ansible_facts. "settings": the checked values (settings.check_settings()), None where one is refused;
+    "install" is host_check()'s.
     """
     settings, errors = check_settings(raw)
     errors = errors or ring_errors(settings, host)
@@ -83,8 +85,20 @@ def preflight(raw, host, facts, python_version=None, found=None):
     answer.update(settings=settings, python_choice=choice, paths=host_paths(settings), model_repos=repositories(settings))
     if choice["errors"]:
         answer["errors"] = ["host %s: %s" % (host, "; ".join(choice["errors"]))]
+    return answer
+
+
+def host_check(first, host, facts, python_version=None, found=None):
+    """preflight()'s answer first with "install" and the host's refusals, and without "settings", which the
+    role holds apart from here on (one copy: the ring's tunnel changes its address); not checked again.
+
+    python_version: the registered result of `<exo's Python> --version` (skipped where the first answer
+    refused); found: {path: whether it exists} for "paths" (gpufleet.exo.exo_host_inspect's).
+    """
+    answer = dict((key, value) for key, value in first.items() if key != "settings")
     if answer["errors"] or not python_version or python_version.get("skipped"):
         return answer
-    answer["install"] = steps(raw, python_choice=choice, python_version=python_version)
+    settings = checked("node_preflight_host", first["settings"])
+    answer["install"] = steps(settings, python_choice=answer["python_choice"], python_version=python_version)
     answer["errors"] = ["host %s: %s" % (host, e) for e in host_errors(settings, facts, answer["install"], found or {})]
     return answer

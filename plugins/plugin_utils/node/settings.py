@@ -7,6 +7,9 @@ meta/argument_specs.yml says what each variable is, RULES below what the spec ca
 engine (plugins/plugin_utils/role_settings.py) reads them; the checks here that look at several
 variables at once come after. check_settings() returns (values, errors); check_account() looks at the
 service user on the host. A message names the variable, the value as given and what to do.
+
+The role checks the settings once per host, in its preflight, and hands the values on: the planners
+take them as they are and check them no more (checked() keeps raw variables out of them).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -14,6 +17,8 @@ __metaclass__ = type
 import ipaddress
 import posixpath
 import re
+
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet.capacity import MODELS
@@ -166,10 +171,17 @@ OWNED_ENV = {
 ACCOUNT_COMMENT = "exo nodes"
 
 
+# The key check_settings() adds to values without an error: the planners read the values as coerced (a
+# list given as a string is a list by now), so they refuse a dict without it (checked()). Not an
+# exo_node_ name: the role's variables as read can never hold it.
+CHECKED = "__exo_node_checked"
+
+
 def check_settings(raw):
     """The settings coerced and checked: (values, errors), one error per bad setting.
 
     raw: the role's variables as given (roles/node/tasks/preflight.yml reads every exo_node_ one).
+    Without an error the values carry CHECKED, which the planners ask for.
     """
     values, errors = role_settings.check("node", raw, RULES, PUBLISHED)
     for name, check in (("exo_node_gpus", _check_gpus), ("exo_node_extra_args", _check_extra_args),
@@ -181,7 +193,18 @@ def check_settings(raw):
                         ("exo_node_discovery", _check_udp_ports)):
         if name in values:
             errors.extend(check(values))
+    if not errors:
+        values[CHECKED] = True
     return values, errors
+
+
+def checked(name, settings):
+    """settings, where check_settings() answered them without an error; else the planner name stops the run."""
+    if not isinstance(settings, dict) or settings.get(CHECKED) is not True:
+        raise AnsibleFilterError("%s takes the node role's settings as its preflight checked them (the filter "
+                                 "node_preflight's \"settings\", or node_settings'), not the variables as given"
+                                 % name)
+    return settings
 
 
 def exo_flag(flag):

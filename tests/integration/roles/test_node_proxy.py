@@ -115,11 +115,13 @@ def render(tmp, api_port, proxy_port, origins, tls):
     variables = {"__exo_node_proxy_conf_path": site, "__exo_node_proxy_tokens_path": tokens,
                  "__exo_node_proxy": "{{ instances | gpufleet.exo.node_proxy(settings) }}",
                  "instances": instances,
-                 "settings": {"exo_node_api_proxy": True, "exo_node_api_proxy_port": proxy_port,
-                              "exo_node_api_proxy_tokens": [TOKEN, OTHER_TOKEN], "exo_node_address": "127.0.0.1",
-                              "exo_node_api_proxy_tls_certificate": tls[0], "exo_node_api_proxy_tls_key": tls[1],
-                              "exo_node_api_proxy_cors_origins": origins, "exo_node_id_prefix": "test",
-                              "exo_node_cluster_hosts": ["localhost"]}}
+                 # As the role's preflight hands them on: checked.
+                 "settings": "{{ (given | gpufleet.exo.node_settings('localhost')).settings }}",
+                 "given": {"exo_node_api_proxy": True, "exo_node_api_proxy_port": proxy_port,
+                           "exo_node_api_proxy_tokens": [TOKEN, OTHER_TOKEN], "exo_node_address": "127.0.0.1",
+                           "exo_node_api_proxy_tls_certificate": tls[0], "exo_node_api_proxy_tls_key": tls[1],
+                           "exo_node_api_proxy_cors_origins": origins, "exo_node_id_prefix": "test",
+                           "exo_node_cluster_hosts": ["localhost"]}}
     play = [{"name": "Render the proxy", "hosts": "all", "gather_facts": False, "vars": variables, "tasks": [
         {"name": "Write the tokens", "ansible.builtin.template": {"src": os.path.join(TEMPLATES, "proxy-tokens.j2"),
                                                                   "dest": tokens, "mode": "0600"}, "no_log": True},
@@ -349,11 +351,13 @@ def test_the_firewall_lets_the_clients_reach_the_proxy_and_only_the_host_exos_ap
     instances = [{"name": "GPU-%d" % slot, "slot": slot, "ports": {"grpc": 50051 + slot, "api": 52415 + slot}}
                  for slot in range(2)]
     variables = {"instances": instances, "cluster": {"peers": {"h-GPU-0": {"address": "10.0.0.1"}}},
-                 "settings": {"exo_node_api_clients": ["192.0.2.0/24"], "exo_node_api_proxy": True,
-                              "exo_node_api_proxy_tokens": ["t" * 32], "exo_node_id_prefix": "h",
-                              "exo_node_address": "10.0.0.1", "exo_node_cluster_hosts": ["h"],
-                              # a user every Debian has: nft looks the names up as it reads the table
-                              "exo_node_user": "daemon"},
+                 # As the role's preflight hands them on: checked.
+                 "settings": "{{ (given | gpufleet.exo.node_settings('h')).settings }}",
+                 "given": {"exo_node_api_clients": ["192.0.2.0/24"], "exo_node_api_proxy": True,
+                           "exo_node_api_proxy_tokens": ["t" * 32], "exo_node_id_prefix": "h",
+                           "exo_node_address": "10.0.0.1", "exo_node_cluster_hosts": ["h"],
+                           # a user every Debian has: nft looks the names up as it reads the table
+                           "exo_node_user": "daemon"},
                  "__exo_node_firewall": "{{ instances | gpufleet.exo.node_firewall(cluster, settings, os_family='Debian') }}"}
     play = [{"name": "Render the firewall", "hosts": "all", "gather_facts": False, "vars": variables, "tasks": [
         {"name": "Write the table", "ansible.builtin.template": {"src": os.path.join(TEMPLATES, "firewall.nft.j2"),

@@ -234,8 +234,8 @@ def test_an_amd_instance_whose_gpu_stays_is_held_back():
 
 def test_a_preview_plans_amd_instances_before_exos_tinygrad_is_known():
     from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
-    from tests.helpers import NODE_SETTINGS
-    result = node_plan.instances(recorded_facts("amd_two"), dict(NODE_SETTINGS), "h", preview=True)
+    from tests.helpers import NODE_SETTINGS, checked
+    result = node_plan.instances(recorded_facts("amd_two"), checked(NODE_SETTINGS), "h", preview=True)
     assert result["errors"] == [] and result["preview"]
     assert [selecting(i) for i in result["instances"]] == [{"CUDA_VISIBLE_DEVICES": ""}] * 2
 

@@ -11,7 +11,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_files
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import files
-from tests.helpers import NODE_SETTINGS, plan_node_ok as ok
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from tests.helpers import NODE_SETTINGS, checked, plan_node_ok as ok
 
 PATHS = {"units": "/etc/systemd/system", "instances": "/etc/exo/instances", "topology": "/etc/exo/topology.json",
          "firewall": "/etc/exo/firewall.nft", "firewall_unit": "exo-firewall.service"}
@@ -66,11 +67,14 @@ def test_what_the_settings_turned_off_and_the_removed_instances_are_removed(prob
 
 def test_the_filter_reads_the_checked_settings(probed):
     instances = ok(probed["two"])["instances"]
-    # As -e gives them: strings, which the filter reads as the role checked them.
-    settings = dict(NODE_SETTINGS, exo_node_group="exo-grp", exo_node_firewall="false", exo_node_discovery="udp")
+    # As -e gives them: strings, which the filter reads as the role's preflight checked them.
+    settings = checked(dict(NODE_SETTINGS, exo_node_group="exo-grp", exo_node_firewall="false", exo_node_discovery="udp"))
     assert node_files(instances, ["GPU-x"], settings, PATHS) == layout(instances, ["GPU-x"], False, "udp")
 
 
-def test_the_filter_refuses_settings_the_role_refuses(probed):
-    with pytest.raises(AnsibleFilterError, match="node_files: the settings are refused: exo_node_user"):
-        node_files(ok(probed["two"])["instances"], [], dict(NODE_SETTINGS, exo_node_user=0), PATHS)
+def test_the_settings_the_role_refuses_never_reach_the_filter(probed):
+    given = dict(NODE_SETTINGS, exo_node_user=0)
+    dummy, errors = check_settings(given)
+    assert len(errors) == 1 and errors[0].startswith("exo_node_user"), errors
+    with pytest.raises(AnsibleFilterError, match="^node_files takes the node role's settings as its preflight checked"):
+        node_files(ok(probed["two"])["instances"], [], given, PATHS)

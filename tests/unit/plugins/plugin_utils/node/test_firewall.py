@@ -135,7 +135,7 @@ def test_only_root_and_exo_open_the_rings_ports_and_the_proxy_this_hosts_api(pro
 ])
 def test_the_filter_reads_the_checked_settings(probed, clients, elements):
     mine = ok(probed["one"])["instances"]
-    settings = dict(NODE_SETTINGS, exo_node_api_clients=clients)
+    settings = checked(exo_node_api_clients=clients)
     table = node_firewall(mine, {"peers": {}}, settings, os_family="Debian")
     assert sets(table)["clients4"] == elements
 
@@ -145,6 +145,9 @@ def test_the_filter_reads_the_checked_settings(probed, clients, elements):
     ({"exo_node_api_clients": 7}, "exo_node_api_clients"),
     ({"exo_node_user": 0}, "exo_node_user"),
 ])
-def test_the_filter_refuses_settings_the_role_refuses(probed, changes, message):
-    with pytest.raises(AnsibleFilterError, match=message):
-        node_firewall(ok(probed["one"])["instances"], {"peers": {}}, dict(NODE_SETTINGS, **changes))
+def test_the_settings_the_role_refuses_never_reach_the_filter(probed, changes, message):
+    given = dict(NODE_SETTINGS, **changes)
+    dummy, errors = check_settings(given)
+    assert len(errors) == 1 and errors[0].startswith(message), errors
+    with pytest.raises(AnsibleFilterError, match="^node_firewall takes the node role's settings as its preflight checked"):
+        node_firewall(ok(probed["one"])["instances"], {"peers": {}}, given)

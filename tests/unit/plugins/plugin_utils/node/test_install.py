@@ -19,7 +19,8 @@ from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModu
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import install as install_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
-from tests.helpers import NODE_SETTINGS as PLAN_SETTINGS, REPO
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from tests.helpers import NODE_SETTINGS as PLAN_SETTINGS, REPO, checked
 
 with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle:
     DEFAULTS = yaml.safe_load(handle)
@@ -39,7 +40,8 @@ def settings(**changes):
 
 
 def install(given=None, **state):
-    return FilterModule().filters()["node_install"](given or settings(), **state)
+    """node_install as the role asks it: with the settings its preflight checked (a refused one fails the test)."""
+    return FilterModule().filters()["node_install"](checked(given or settings()), **state)
 
 
 VERSION_312 = {"rc": 0, "stdout": "Python 3.12.1", "stderr": ""}
@@ -282,7 +284,6 @@ def test_the_index_serves_the_controller_and_pip_on_the_host_gets_the_extra_argu
       "set exo_node_pip_index_url"]),
     ({"exo_node_wheelhouse": "/nonexistent"}, ['exo_node_wheelhouse is "/nonexistent", which is not a directory on '
                                                'the controller; give the directory of the wheels']),
-    ({"exo_node_python": "python 3"}, ['exo_node_python is "python 3"; give an absolute path or a command name']),
 ])
 def test_bad_settings_are_refused_with_the_variable_and_its_value(change, words):
     plan = install(settings(**change))
@@ -290,6 +291,13 @@ def test_bad_settings_are_refused_with_the_variable_and_its_value(change, words)
     for word in words:
         assert word in plan["errors"][0]
     assert plan["spec"] is None and plan["source_id"] is None
+
+
+def test_a_bad_python_is_refused_by_the_check_of_the_settings_before_the_install_is_planned():
+    # The preflight stops on it: node_install never sees it.
+    values, errors = check_settings(settings(exo_node_python="python 3"))
+    assert len(errors) == 1
+    assert 'exo_node_python is "python 3"; give an absolute path or a command name' in errors[0]
 
 
 def test_an_index_requirement_for_another_name_needs_no_index():
@@ -323,10 +331,10 @@ def test_a_cpu_instance_brings_the_compiler_of_tinygrads_cpu_backend_before_the_
 
 def test_a_plan_without_facts_brings_the_compiler_where_a_cpu_instance_may_come():
     # The first facts came from an interpreter without nvidia-ml-py: the planner saw none.
-    unknown = node_plan.instances(None, dict(PLAN_SETTINGS), "h", preview=True)
+    unknown = node_plan.instances(None, checked(PLAN_SETTINGS), "h", preview=True)
     assert unknown["instances"] == [] and "cpu" in unknown["backends"]
     assert install(plan=unknown)["packages"] == ["nftables", "clang"]
-    no_fallback = node_plan.instances(None, dict(PLAN_SETTINGS, exo_node_cpu_fallback=False), "h", preview=True)
+    no_fallback = node_plan.instances(None, checked(dict(PLAN_SETTINGS, exo_node_cpu_fallback=False)), "h", preview=True)
     assert install(plan=no_fallback)["packages"] == ["nftables"]
 
 

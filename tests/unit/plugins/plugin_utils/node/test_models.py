@@ -12,7 +12,8 @@ import json
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models
-from tests.helpers import plan_node_ok as ok, plan_node_refused as refused
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from tests.helpers import NODE_SETTINGS, plan_node_ok as ok, plan_node_refused as refused
 
 REPO = "unsloth/Llama-3.2-1B-Instruct"
 FILES = {"model.safetensors": 1000, "config.json": 10, "tokenizer.json": 20, "sub/extra.txt": 3}
@@ -128,6 +129,8 @@ def test_a_mirror_places_nothing_and_names_itself_in_the_environment(probed):
 def test_model_settings_that_cannot_work_are_refused_by_name(changes, message):
     values, errors = models.model_settings(settings(**changes))
     assert len(errors) == 1 and message in errors[0], errors
+    # The role's preflight refuses them with the same message: node_models takes the settings it checked.
+    assert check_settings(dict(NODE_SETTINGS, **settings(**changes)))[1] == errors
 
 
 def test_a_plain_http_mirror_is_taken_where_the_operator_says_the_network_is_trusted(probed):

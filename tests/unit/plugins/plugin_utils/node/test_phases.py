@@ -18,7 +18,7 @@ import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import facts as node_facts
-from tests.helpers import REPO
+from tests.helpers import REPO, checked
 
 FILTERS = FilterModule().filters()
 EXO = "/opt/exo/bin/python"
@@ -27,6 +27,8 @@ with open(os.path.join(REPO, "roles", "node", "defaults", "main.yml")) as handle
 SETTINGS = dict(DEFAULTS)
 # The defaults that are templates, as a host outside a play would have them.
 SETTINGS.update(exo_node_id_prefix="h", exo_node_address="10.0.0.1", exo_node_cluster_hosts=["h"])
+# As the role's preflight hands them to the planners.
+CHECKED = checked(SETTINGS)
 with open(os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")) as handle:
     REAL_H100 = json.load(handle)
 
@@ -95,27 +97,27 @@ PLANS = {
 @pytest.mark.parametrize("name", sorted(PLANS))
 def test_the_plan_says_whether_it_previews_the_one_that_counts(name):
     facts, changes, exo_python, preview, gpus = PLANS[name]
-    result = FILTERS["node_plan"](facts, settings(changes), "h", exo_python=exo_python)
+    result = FILTERS["node_plan"](facts, checked(settings(changes)), "h", exo_python=exo_python)
     assert result["errors"] == []
     assert result["preview"] is preview
     assert [i["kind"] for i in result["instances"]] == ["gpu"] * gpus
 
 
 def test_check_mode_before_exo_is_installed_says_so_or_stops_without_facts():
-    noted = FILTERS["node_plan"](h100(python=SYSTEM), SETTINGS, "h", exo_python=NOT_THERE)
+    noted = FILTERS["node_plan"](h100(python=SYSTEM), CHECKED, "h", exo_python=NOT_THERE)
     assert noted["warnings"][0] == ("/opt/exo/bin/python does not exist yet (check mode), so this plan comes from the facts "
                                     "at hand (NVML: ok); a real run gathers them again after installing exo")
-    stopped = FILTERS["node_plan"](None, SETTINGS, "h", exo_python=NOT_THERE)
+    stopped = FILTERS["node_plan"](None, CHECKED, "h", exo_python=NOT_THERE)
     assert stopped["errors"] == ["host h: no device facts; run gpufleet.exo.device_facts before this role"]
-    assert not [w for w in FILTERS["node_plan"](h100(), SETTINGS, "h", exo_python=LOOKED)["warnings"] if "exist yet" in w]
+    assert not [w for w in FILTERS["node_plan"](h100(), CHECKED, "h", exo_python=LOOKED)["warnings"] if "exist yet" in w]
 
 
 def test_a_preview_asked_for_stays_one():
-    assert FILTERS["node_plan"](h100(), SETTINGS, "h", preview=True, exo_python=LOOKED)["preview"] is True
+    assert FILTERS["node_plan"](h100(), CHECKED, "h", preview=True, exo_python=LOOKED)["preview"] is True
 
 
 def install_steps(**state):
-    return FILTERS["node_install"](SETTINGS, **state)
+    return FILTERS["node_install"](CHECKED, **state)
 
 
 SOURCE = install_steps()["source_id"]

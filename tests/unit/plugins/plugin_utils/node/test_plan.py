@@ -24,7 +24,7 @@ import os
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan, settings
-from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, node_templates, with_tinygrad
+from tests.helpers import NODE_SETTINGS as SETTINGS, REAL_H100 as FIXTURES, checked, node_templates, with_tinygrad
 from tests.helpers import plan_node as plan, plan_node_ok as ok, plan_node_refused as refused
 from tests.simulated.hosts import uuid
 
@@ -174,13 +174,13 @@ def test_ports_overflow(probed):
 def test_forced_backend_unknown_to_the_tinygrad_version(probed):
     facts = with_tinygrad(probed["one"])
     del facts["tinygrad"]["select_env"]["nv"]
-    result = node_plan.instances(facts, dict(SETTINGS, exo_node_tinygrad_backend="nv"), "h")
+    result = node_plan.instances(facts, checked(dict(SETTINGS, exo_node_tinygrad_backend="nv")), "h")
     assert result["errors"] and "exo_node_tinygrad_backend is nv but the variable that selects it is unknown" \
         in result["errors"][0]
 
 
 def test_mig_minors_missing(probed):
-    result = node_plan.instances(with_tinygrad(probed["mig"]), dict(SETTINGS, exo_node_mig=True), "h",
+    result = node_plan.instances(with_tinygrad(probed["mig"]), checked(dict(SETTINGS, exo_node_mig=True)), "h",
                                  mig_minors_text=None, mig_minors_error="No such file")
     assert len(result["errors"]) == 4
     assert "gpu0/gi1/access is not in /proc/driver/nvidia-caps/mig-minors (reading it failed: No such file)" \
@@ -293,27 +293,32 @@ def test_extra_arguments_are_matched_as_exos_parser_matches_them(given, flag):
 
 
 def test_every_bad_setting_gets_its_own_message(probed):
+    # The settings' own, as the preflight refuses them; the service user's once they pass, from its account.
     result = plan(probed["one"], exo_node_user="root", exo_node_restart_sec=-1, exo_node_extra_args=["run"],
                   exo_node_extra_env={"HOME": "/root"})
-    assert len(result["errors"]) == 4 and result["instances"] == []
+    assert len(result["errors"]) == 3 and result["instances"] == []
     assert all(e.startswith("host h: exo_node_") for e in result["errors"])
+    user = plan(probed["one"], exo_node_user="root")
+    assert len(user["errors"]) == 1 and user["instances"] == []
+    assert user["errors"][0].startswith('host h: exo_node_user is "root", a superuser')
 
 
 def test_settings_alone_before_the_facts():
-    assert node_plan.instances(None, dict(SETTINGS), "h")["errors"] == []
-    assert node_plan.instances(None, dict(SETTINGS, exo_node_api_port=0), "h")["errors"] == [
+    assert node_plan.instances(None, checked(SETTINGS), "h")["errors"] == []
+    # A refused setting stops the role's preflight, before the planner.
+    assert plan(None, version=None, exo_node_api_port=0)["errors"] == [
         "host h: exo_node_api_port is 0; it must be from 1 to 65535"]
 
 
 def test_preview_leaves_what_depends_on_exos_tinygrad_to_the_final_plan(probed):
     facts = with_tinygrad(probed["one"])
     del facts["tinygrad"]["select_env"]["nv"]
-    settings = dict(SETTINGS, exo_node_tinygrad_backend="nv", exo_node_extra_env={"VISIBLE_DEVICES": "1"})
+    settings = checked(dict(SETTINGS, exo_node_tinygrad_backend="nv", exo_node_extra_env={"VISIBLE_DEVICES": "1"}))
     assert len(node_plan.instances(facts, settings, "h")["errors"]) == 1
     preview = node_plan.instances(facts, settings, "h", preview=True)
     assert preview["errors"] == [] and [i["name"] for i in preview["instances"]] == [uuid(0)]
     # What the GPUs decide is checked all the same.
-    assert node_plan.instances(facts, dict(settings, exo_node_gpus=[7]), "h", preview=True)["errors"]
+    assert node_plan.instances(facts, checked(dict(settings, exo_node_gpus=[7])), "h", preview=True)["errors"]
 
 
 def test_accounts_the_role_did_not_create_are_refused(probed):
@@ -331,7 +336,7 @@ def test_accounts_the_role_did_not_create_are_refused(probed):
     ("gpus: none", ["is \"gpus: none\", not the facts of gpufleet.exo.device_facts"]),
 ])
 def test_foreign_facts_are_named(facts, parts):
-    result = node_plan.instances(facts, dict(SETTINGS), "h")
+    result = node_plan.instances(facts, checked(SETTINGS), "h")
     assert len(result["errors"]) == 1 and all(p in result["errors"][0] for p in parts), result["errors"]
     assert "gather them with gpufleet.exo.device_facts" in result["errors"][0]
 
@@ -390,3 +395,14 @@ def test_extra_env_values_stay_out_of_the_published_instances_and_reach_only_the
     # every variable once, sorted by name as dictsort sorts (case aside), as before
     names = [line.split("=", 1)[0] for line in lines if "=" in line and not line.startswith("#")][1:]
     assert names == sorted(names, key=str.lower) and len(names) == len(set(names)) == len(instance["env"]) + 2
+
+
+@pytest.mark.parametrize("name", ["node_plan", "node_firewall", "node_proxy", "node_files", "node_models", "node_install"])
+def test_a_planner_refuses_the_settings_as_given_by_name(name):
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
+    calls = {"node_plan": lambda f, s: f(None, s, "h"), "node_firewall": lambda f, s: f([], {"peers": {}}, s),
+             "node_proxy": lambda f, s: f([], s), "node_files": lambda f, s: f([], [], s, {}),
+             "node_models": lambda f, s: f(s, [], "h"), "node_install": lambda f, s: f(s)}
+    with pytest.raises(AnsibleFilterError, match="^%s takes the node role's settings as its preflight checked them" % name):
+        calls[name](FilterModule().filters()[name], dict(SETTINGS))

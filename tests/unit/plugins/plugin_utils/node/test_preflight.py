@@ -6,7 +6,8 @@ __metaclass__ = type
 
 __doc__ = """The node role's preflight (plugins/plugin_utils/node/preflight.py) through the filter
 gpufleet.exo.node_preflight, asked as roles/node/tasks/preflight.yml asks it: first with the settings
-and the host's facts, then with exo's Python's --version and the paths the host showed."""
+and the host's facts, then (node_preflight_host) that answer with exo's Python's --version and the paths
+the host showed."""
 
 import sys
 
@@ -16,6 +17,7 @@ from ansible_collections.gpufleet.exo.plugins.filter.node_preflight import Filte
 from tests.helpers import NODE_SETTINGS
 
 PREFLIGHT = FilterModule().filters()["node_preflight"]
+HOST = FilterModule().filters()["node_preflight_host"]
 FACTS = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12", "device_capabilities": {}}
 RELEASE = "%d.%d" % sys.version_info[:2]
 # What gpufleet.exo.exo_host_inspect answers: `python --version` and which paths exist; SKIPPED, what a task
@@ -33,6 +35,11 @@ TLS = dict(exo_node_api_proxy=True, exo_node_api_proxy_tokens=[TOKEN], exo_node_
 
 def tls_found(certificate, key):
     return dict(SYSTEMCTL, **{"/etc/ssl/exo.crt": certificate, "/etc/ssl/private/exo.key": key})
+
+
+def both(raw, facts, version, found):
+    """The second answer, as the role gets it: the first answer's, with what the host showed."""
+    return HOST(PREFLIGHT(raw, "h", facts), "h", facts, python_version=version, found=found)
 
 
 def settings(**changes):
@@ -78,7 +85,7 @@ SECOND = {
 @pytest.mark.parametrize("name", sorted(SECOND))
 def test_the_second_answer_refuses_what_the_settings_and_the_host_show(name):
     changes, facts, version, found, refusals = SECOND[name]
-    answer = PREFLIGHT(settings(**changes), "h", facts, python_version=version, found=found)
+    answer = both(settings(**changes), facts, version, found)
     assert len(answer["errors"]) == len(refusals), answer["errors"]
     for error, parts in zip(answer["errors"], refusals):
         for part in parts:
@@ -107,7 +114,7 @@ def test_a_bad_setting_gives_nothing_to_ask_or_look_for():
 
 
 def test_the_second_answer_plans_the_install():
-    answer = PREFLIGHT(settings(), "h", FACTS, python_version=VERSION, found=SYSTEMCTL)
+    answer = both(settings(), FACTS, VERSION, SYSTEMCTL)
     assert answer["install"]["python_release"] == RELEASE
     assert answer["install"]["wheels"]["exo"].startswith("git+") and answer["install"]["wheels"]["python"] == RELEASE
 
@@ -122,5 +129,18 @@ def test_the_proxys_tls_files_are_looked_for_only_where_it_speaks_tls(changes, p
 
 
 def test_a_refusal_never_shows_a_token():
-    answer = PREFLIGHT(settings(**TLS), "h", FACTS, python_version=VERSION, found=tls_found(False, False))
+    answer = both(settings(**TLS), FACTS, VERSION, tls_found(False, False))
     assert answer["errors"] and not [e for e in answer["errors"] if TOKEN in e]
+
+
+def test_the_second_answer_hands_the_settings_on_and_checks_them_no_more(monkeypatch):
+    first = PREFLIGHT(settings(), "h", FACTS)
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import preflight, settings as node_settings
+
+    def refused(raw):
+        raise AssertionError("checked again")
+    # Wherever the second step could reach it: the module that defines it, and the preflight's own name for it.
+    monkeypatch.setattr(node_settings, "check_settings", refused)
+    monkeypatch.setattr(preflight, "check_settings", refused)
+    answer = HOST(first, "h", FACTS, python_version=VERSION, found=SYSTEMCTL)
+    assert answer["errors"] == [] and "settings" not in answer and answer["install"]["python_release"] == RELEASE

@@ -17,7 +17,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_proxy
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import proxy
-from tests.helpers import NODE_SETTINGS, REPO, plan_node, plan_node_ok as ok, plan_node_refused as refused
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
+from tests.helpers import NODE_SETTINGS, REPO, checked, plan_node, plan_node_ok as ok, plan_node_refused as refused
 
 TOKEN = "3f9a0c6e1b7d4a25e8c0f1a2b3c4d5e6"
 ON = {"exo_node_api_proxy": True, "exo_node_api_proxy_tokens": [TOKEN]}
@@ -167,8 +168,8 @@ def test_the_example_of_docs_node_md_is_taken_as_it_is_written(probed):
     assert given["exo_node_api_proxy_tokens"] == "{{ vault_exo_api_tokens }}"
     given["exo_node_api_proxy_tokens"] = [TOKEN]
     plan = ok(probed["two"], **given)
-    # As the role hands them over: the settings, which the filter checks and reads.
-    answer = node_proxy(plan["instances"], dict(NODE_SETTINGS, **given))
+    # As the role hands them over: the settings its preflight checked, which the filter reads.
+    answer = node_proxy(plan["instances"], checked(dict(NODE_SETTINGS, **given)))
     assert answer["tls"] and answer["cors_origins"] == ["https://chat.example.net"]
     assert [s["port"] for s in answer["servers"]] == [52515, 52516]
 
@@ -183,14 +184,19 @@ def test_the_example_of_docs_node_md_is_taken_as_it_is_written(probed):
 ])
 def test_the_filter_reads_the_checked_settings(probed, changes, expected):
     instances = ok(probed["one"], **ON)["instances"]
-    site = node_proxy(instances, dict(NODE_SETTINGS, **dict(ON, **changes)))
+    site = node_proxy(instances, checked(dict(NODE_SETTINGS, **dict(ON, **changes))))
     found = {"port": site["servers"][0]["port"], "listen": site["servers"][0]["listen"],
              "cors_origins": site["cors_origins"], "tls": site["tls"]}
     assert found == expected and site["token_keys"] == [proxy.token_key(TOKEN)]
 
 
-def test_the_filter_refuses_settings_the_role_refuses_without_showing_a_token(probed):
+def test_the_settings_the_role_refuses_never_reach_the_filter_and_no_refusal_shows_a_token(probed):
     instances = ok(probed["one"], **ON)["instances"]
-    with pytest.raises(AnsibleFilterError, match="node_proxy: the settings are refused: exo_node_api_proxy_tokens") as raised:
-        node_proxy(instances, dict(NODE_SETTINGS, exo_node_api_proxy=True, exo_node_api_proxy_tokens=["s3cr3t"]))
+    given = dict(NODE_SETTINGS, exo_node_api_proxy=True, exo_node_api_proxy_tokens=["s3cr3t"])
+    # The preflight's check refuses them, naming the variable and not its value.
+    dummy, errors = check_settings(given)
+    assert errors and errors[0].startswith("exo_node_api_proxy_tokens") and not [e for e in errors if "s3cr3t" in e]
+    # The filter takes none but checked settings.
+    with pytest.raises(AnsibleFilterError, match="^node_proxy takes the node role's settings as its preflight checked") as raised:
+        node_proxy(instances, given)
     assert "s3cr3t" not in str(raised.value)

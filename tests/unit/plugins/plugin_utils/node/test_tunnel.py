@@ -20,7 +20,7 @@ import yaml
 from ansible_collections.gpufleet.exo.plugins.filter.node_tunnel import node_tunnel, node_tunnel_ring
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import cluster, firewall, tunnel
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
-from tests.helpers import NODE_SETTINGS, node_templates, plan_node_ok as ok
+from tests.helpers import NODE_SETTINGS, checked, node_templates, plan_node_ok as ok
 
 RING = ["gpu-c", "gpu-a", "gpu-b"]
 # WireGuard's form: 32 bytes in base64.
@@ -36,7 +36,8 @@ def settings(host="gpu-b", **changes):
 
 
 def planned(host="gpu-b", **changes):
-    return node_tunnel(settings(host, **changes), host)
+    """node_tunnel as the role asks it: with the settings its preflight checked."""
+    return node_tunnel(checked(settings(host, **changes)), host)
 
 
 def published(changes=None, keys=True):
@@ -120,6 +121,12 @@ def test_the_tunnels_settings_are_checked_where_no_tunnel_uses_them(changes, bad
     mine = planned(**dict(changes, **bad))
     assert mine["enabled"] is False
     assert len(mine["errors"]) == 1 and mine["errors"][0].startswith("host gpu-b: " + message), mine["errors"]
+
+
+def test_the_filter_refuses_the_settings_as_given_by_name():
+    from ansible.errors import AnsibleFilterError
+    with pytest.raises(AnsibleFilterError, match="^node_tunnel takes the node role's settings as its preflight checked them"):
+        node_tunnel(settings(), "gpu-b")
 
 
 def test_a_bad_port_is_refused_by_the_settings():
