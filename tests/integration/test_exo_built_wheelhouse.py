@@ -23,7 +23,7 @@ import pytest
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
-from tests.helpers import REPO
+from tests.helpers import REPO, checked
 from tests.integration.node_install_phase import install_phase
 
 # The hosts' Python: this machine's own, in exo's range (make site's too); the controller builds for its release.
@@ -64,8 +64,8 @@ def task(output, name):
 def built_for(source):
     """The wheelhouse the controller built for the stand-in on this Python, as the planner names it."""
     plan = FilterModule().filters()["node_install"](
-        {"exo_node_source": "path", "exo_node_source_path": source, "exo_node_add_requirements": [],
-         "exo_node_id_prefix": "h", "exo_node_address": "127.0.0.1", "exo_node_cluster_hosts": ["h"]},
+        checked({"exo_node_source": "path", "exo_node_source_path": source, "exo_node_add_requirements": [],
+                 "exo_node_id_prefix": "h", "exo_node_address": "127.0.0.1", "exo_node_cluster_hosts": ["h"]}),
         python_choice={"python": HOST_PYTHON, "release": RELEASE}, arch=os.uname().machine)
     return os.path.join(CACHE, plan["wheels"]["key"])
 
@@ -138,8 +138,8 @@ def test_pip_as_the_role_runs_it_on_the_host_never_builds_a_source_package(tmp_p
     with open(sdist, "rb") as handle:
         digest = hashlib.sha256(handle.read()).hexdigest()
     (wheelhouse / wheel_record.RECORD).write_text("sdist-only==1.0 --hash=sha256:%s\n" % digest)
-    plan = FilterModule().filters()["node_install"]({"exo_node_install_dir": str(venv), "exo_node_id_prefix": "h",
-                                                     "exo_node_address": "127.0.0.1", "exo_node_cluster_hosts": ["h"]})
+    plan = FilterModule().filters()["node_install"](checked({"exo_node_install_dir": str(venv), "exo_node_id_prefix": "h",
+                                                             "exo_node_address": "127.0.0.1", "exo_node_cluster_hosts": ["h"]}))
     proc = run(plan["pip"] + ["--force-reinstall", "--no-deps", plan["spec"]])
     assert proc.returncode != 0
     assert "No matching distribution found for sdist-only==1.0" in proc.stdout, proc.stdout[-3000:]

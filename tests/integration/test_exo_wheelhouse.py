@@ -37,7 +37,7 @@ import yaml
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import FilterModule
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
-from tests.helpers import REPO, examples, free_ports
+from tests.helpers import REPO, checked, examples, free_ports
 from tests.integration import exo_sources
 from tests.integration.node_install_phase import install_phase
 
@@ -175,7 +175,7 @@ def test_pip_on_the_host_refuses_the_changed_wheel_by_itself(workdir, tmp_path):
     # Where the role unpacks it on a host.
     copy = tampered_copy(wheelhouse(workdir, "3.12"), venv)
     given = dict(settings_of(copy), exo_node_install_dir=str(venv))
-    plan = FilterModule().filters()["node_install"](given)
+    plan = FilterModule().filters()["node_install"](checked(given))
     assert plan["errors"] == [], plan["errors"]
     proc = run(plan["pip"] + ["--force-reinstall", "--no-deps", plan["spec"]])
     assert proc.returncode != 0
@@ -290,7 +290,7 @@ def test_real_exo_forms_a_cluster_on_each_supported_python(workdir, tmp_path, re
     venv = tmp_path / "venv"
     assert run([python, "-m", "venv", str(venv)]).returncode == 0
     os.symlink(directory, str(venv / "wheelhouse"))
-    install = FilterModule().filters()["node_install"](dict(settings_of(directory), exo_node_install_dir=str(venv)))
+    install = FilterModule().filters()["node_install"](checked(dict(settings_of(directory), exo_node_install_dir=str(venv))))
     assert install["errors"] == [], install["errors"]
     pip = install["pip"]
     # As the role does it: every wheel of the wheelhouse with its recorded hash (exo among them), then what exo's

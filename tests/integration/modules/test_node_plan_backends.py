@@ -19,7 +19,7 @@ import shutil
 import pytest
 
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
-from tests.helpers import NODE_SETTINGS as SETTINGS, run_module
+from tests.helpers import NODE_SETTINGS as SETTINGS, checked, run_module
 from tests.simulated import hosts as simhosts
 
 NO_CLANG = {"PATH": "/nonexistent"}
@@ -31,7 +31,7 @@ def probe(tmp_path, nvml_lib, exo_pin_python):
     def run(host, settings, env=None):
         environ, root = simhosts.write(str(tmp_path), host, nvml_lib)
         environ.update(env or {})
-        backends = node_plan.instances(None, settings, "h")["backends"]
+        backends = node_plan.instances(None, checked(settings), "h")["backends"]
         result = run_module(tmp_path, {"tinygrad_python": exo_pin_python, "backends": backends, "rootfs": root,
                                        "timeout": 60}, environ)
         assert result.facts is not None, result.result
@@ -42,7 +42,7 @@ def probe(tmp_path, nvml_lib, exo_pin_python):
 def test_cpu_host_without_clang_is_refused_with_tinygrads_error(probe):
     facts = probe("cpu_only", SETTINGS, NO_CLANG)
     assert facts["tinygrad"]["backends"]["cpu"]["status"] == "failed"
-    result = node_plan.instances(facts, SETTINGS, "h")
+    result = node_plan.instances(facts, checked(SETTINGS), "h")
     [error] = [e for e in result["errors"] if "tinygrad's cpu backend" in e]
     assert "instance cpu would crash at start" in error
     assert "under CLANG=1 CUDA_VISIBLE_DEVICES=, tinygrad 0.10.0" in error
@@ -54,7 +54,7 @@ def test_cpu_host_without_clang_is_refused_with_tinygrads_error(probe):
 def test_cpu_host_with_clang_plans_its_cpu_instance(probe):
     facts = probe("cpu_only", SETTINGS)
     assert facts["tinygrad"]["backends"]["cpu"]["status"] == "ok"
-    result = node_plan.instances(facts, SETTINGS, "h")
+    result = node_plan.instances(facts, checked(SETTINGS), "h")
     assert result["errors"] == [] and [i["name"] for i in result["instances"]] == ["cpu"]
 
 
@@ -63,7 +63,7 @@ def test_gpu_host_does_not_need_the_cpu_backend(probe):
     # instances are all on GPUs.
     facts = probe("one", SETTINGS, NO_CLANG)
     assert facts["tinygrad"]["backends"]["cpu"]["status"] == "failed"
-    result = node_plan.instances(facts, SETTINGS, "h")
+    result = node_plan.instances(facts, checked(SETTINGS), "h")
     assert result["errors"] == [] and [i["kind"] for i in result["instances"]] == ["gpu"]
 
 
@@ -75,7 +75,7 @@ def test_forced_nv_that_does_not_open_is_refused_naming_cuda(probe):
     assert nv["status"] == "failed" and nv["gpu"] == simhosts.uuid(0)
     assert nv["env"] == {"CUDA_VISIBLE_DEVICES": simhosts.uuid(0), "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
                          "VISIBLE_DEVICES": "0", "NV": "1"}
-    result = node_plan.instances(facts, settings, "h")
+    result = node_plan.instances(facts, checked(settings), "h")
     [error] = [e for e in result["errors"] if "tinygrad's nv backend" in e]
     assert "instances %s, %s would crash" % (simhosts.uuid(0), simhosts.uuid(1)) in error
     assert "set exo_node_tinygrad_backend to cuda" in error
@@ -88,14 +88,14 @@ def test_busy_gpus_are_not_refused_for_a_check_that_was_skipped(probe):
     assert facts["tinygrad"]["backends"]["cuda"]["gpu"] == simhosts.uuid(1)
     skipped = dict(facts)
     skipped["tinygrad"] = dict(facts["tinygrad"], backends={"cuda": {"status": "skipped", "reason": "busy"}})
-    assert not any("tinygrad's cuda backend" in e for e in node_plan.instances(skipped, settings, "h")["errors"])
+    assert not any("tinygrad's cuda backend" in e for e in node_plan.instances(skipped, checked(settings), "h")["errors"])
 
 
 def test_the_dummy_engine_forces_no_tinygrad_backend(probe):
     settings = dict(SETTINGS, exo_node_inference_engine="dummy", exo_node_tinygrad_backend="nv")
-    assert node_plan.instances(None, settings, "h")["backends"] == []
+    assert node_plan.instances(None, checked(settings), "h")["backends"] == []
     # facts that say the CPU backend fails (gathered for the tinygrad engine) do not refuse it
     facts = probe("cpu_only", SETTINGS, NO_CLANG)
-    result = node_plan.instances(facts, settings, "h")
+    result = node_plan.instances(facts, checked(settings), "h")
     assert result["errors"] == [] and [i["name"] for i in result["instances"]] == ["cpu"]
     assert not any("tinygrad's" in w for w in result["warnings"])

@@ -34,7 +34,7 @@ from ansible_collections.gpufleet.exo.plugins.module_utils.probe import conclusi
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan as node_plan
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _tinygrad as tinygrad_probe
 from ansible_collections.gpufleet.exo.plugins.module_utils.probe import _visible as visible
-from tests.helpers import NODE_SETTINGS, REAL_H100, REPO, run_module
+from tests.helpers import NODE_SETTINGS, REAL_H100, REPO, checked, run_module
 from tests.simulated import cuda as simcuda
 from tests.simulated import hosts as simhosts
 
@@ -138,13 +138,13 @@ def test_tinygrads_cuda_answer_gives_way_to_cudas_refusal():
 
 def test_the_node_planner_refuses_such_facts_and_says_what_to_do(named_twice):
     settings = dict(NODE_SETTINGS)
-    result = node_plan.instances(named_twice, settings, "h")
+    result = node_plan.instances(named_twice, checked(settings), "h")
     assert result["instances"] == [] and len(result["errors"]) == 1
     message = result["errors"][0]
     for part in ("host h:", "CUDA_VISIBLE_DEVICES='0,0'", "CUDA_ERROR_INVALID_DEVICE",
                  "name each GPU once in CUDA_VISIBLE_DEVICES, or unset it", "gather them again"):
         assert part in message, message
-    assert node_plan.instances(REAL, settings, "h")["errors"] == []
+    assert node_plan.instances(REAL, checked(settings), "h")["errors"] == []
 
 
 # ---- with the CUDA driver to ask: the simulated libcuda.so.1 answering what the real driver answered ----
@@ -194,7 +194,7 @@ def test_the_driver_reads_the_gpu_instances_environment_and_the_plan_goes_on(tmp
         "cuda_visible_devices": simhosts.REAL_H100_UUID, "device_order": "PCI_BUS_ID", "source": "driver",
         "devices": [simhosts.REAL_H100_UUID], "cuda_init_error": None, "rules_agree": True}]
     assert "cuda_gpu0" in facts["timings_ms"]
-    result = node_plan.instances(facts, dict(NODE_SETTINGS), "h")
+    result = node_plan.instances(facts, checked(NODE_SETTINGS), "h")
     assert result["errors"] == [] and [i["name"] for i in result["instances"]] == [simhosts.REAL_H100_UUID]
     assert not [w for w in result["warnings"] if "CUDA driver" in w]
 
@@ -207,7 +207,7 @@ def test_a_driver_that_refuses_the_gpu_instances_environment_stops_the_plan(tmp_
     assert facts["visible"]["devices"][0]["uuid"] == simhosts.REAL_H100_UUID
     entry = facts["visible"]["per_gpu"][0]
     assert entry["devices"] == [] and entry["cuda_init_error"]["code"] == 101 and entry["rules_agree"] is False
-    errors = node_plan.instances(facts, dict(NODE_SETTINGS), "h")["errors"]
+    errors = node_plan.instances(facts, checked(NODE_SETTINGS), "h")["errors"]
     assert errors == ["host h: instance %s would not run on its own GPU: under CUDA_VISIBLE_DEVICES=%s "
                       "CUDA_DEVICE_ORDER=PCI_BUS_ID the CUDA driver sees no GPU (%s), not %s alone; check the NVIDIA "
                       "driver (nvidia-smi -L against a CUDA program's device list) and gather the facts again, or "

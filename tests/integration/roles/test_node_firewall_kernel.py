@@ -25,7 +25,7 @@ import pytest
 
 from ansible_collections.gpufleet.exo.plugins.filter.node_plan import node_cluster, node_firewall
 from ansible_collections.gpufleet.exo.plugins.filter.node_tunnel import node_tunnel, node_tunnel_ring
-from tests.helpers import NODE_SETTINGS, node_templates, plan_node_ok as ok, recorded_facts
+from tests.helpers import NODE_SETTINGS, checked, node_templates, plan_node_ok as ok, recorded_facts
 
 NEEDS = ("nft", "ip", "setpriv")
 pytestmark = pytest.mark.skipif(
@@ -88,8 +88,8 @@ def in_ns(host, *argv):
 
 def ring():
     """Each host's instances, the cluster around host a, its tunnel and the table the role would load there."""
-    settings = dict((host, dict(NODE_SETTINGS, exo_node_id_prefix=host, exo_node_address=spec["address"],
-                                exo_node_cluster_hosts=sorted(HOSTS), exo_node_user=EXO_USER))
+    settings = dict((host, checked(dict(NODE_SETTINGS, exo_node_id_prefix=host, exo_node_address=spec["address"],
+                                        exo_node_cluster_hosts=sorted(HOSTS), exo_node_user=EXO_USER)))
                     for host, spec in HOSTS.items())
     tunnels = dict((host, node_tunnel(settings[host], host)) for host in HOSTS)
     instances = dict((host, ok(recorded_facts("cpu_only"), **dict(settings[host], **tunnels[host]["settings"]))["instances"]) for host in HOSTS)
