@@ -170,7 +170,7 @@ REDHAT = {
     # Releases the role no longer installs on, and why.
     "dropped": {
         "8": "EL 8's dnf Python bindings exist only for its platform Python 3.6, and the ansible-core releases "
-             "this collection supports (2.18 and later) run no module on Python 3.6, so ansible.builtin.dnf cannot "
+             "this collection supports (2.19 and later) run no module on Python 3.6, so ansible.builtin.dnf cannot "
              "work there with any interpreter",
     },
     # CUDA repository directory per machine architecture.
