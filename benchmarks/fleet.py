@@ -70,7 +70,7 @@ def cases(forks, plays):
         # No task is tagged so: every play's gathering (tagged always) runs, nothing else. No sudo in
         # the lab; root becomes root with su.
         ("site.yml gathering", unpiped + play + [os.path.join(REPO, "site.yml"), "--tags", "bench_gathering_only",
-                                       "-e", "target=gpu_hosts", "-e", "ansible_become_method=su"]),
+                                                 "-e", "target=gpu_hosts", "-e", "ansible_become_method=su"]),
     ]
 
 
