@@ -137,14 +137,14 @@ def test_tinygrads_cuda_answer_gives_way_to_cudas_refusal():
 
 
 def test_the_node_planner_refuses_such_facts_and_says_what_to_do(named_twice):
-    settings = dict(NODE_SETTINGS)
-    result = node_plan.instances(named_twice, checked(settings), "h")
+    settings = checked(NODE_SETTINGS)
+    result = node_plan.instances(named_twice, settings, "h")
     assert result["instances"] == [] and len(result["errors"]) == 1
     message = result["errors"][0]
     for part in ("host h:", "CUDA_VISIBLE_DEVICES='0,0'", "CUDA_ERROR_INVALID_DEVICE",
                  "name each GPU once in CUDA_VISIBLE_DEVICES, or unset it", "gather them again"):
         assert part in message, message
-    assert node_plan.instances(REAL, checked(settings), "h")["errors"] == []
+    assert node_plan.instances(REAL, settings, "h")["errors"] == []
 
 
 # ---- with the CUDA driver to ask: the simulated libcuda.so.1 answering what the real driver answered ----
