@@ -52,7 +52,7 @@ attributes:
 EXAMPLES = r"""
 - name: Ask the ring of this host's first instance for a few words
   gpufleet.exo.chat_completion:
-    port: "{{ exo_node_instances[0].ports.api }}"
+    port: "{{ ansible_facts['exo_node_instances'][0].ports.api }}"
     model: llama-3.2-1b
     prompt: Hi.
   register: answer

@@ -66,7 +66,7 @@ attributes:
 EXAMPLES = r"""
 - name: Verify and rate each instance's unit
   gpufleet.exo.exo_unit_check:
-    instances: "{{ exo_node_instances | map(attribute='name') | list }}"
+    instances: "{{ ansible_facts['exo_node_instances'] | map(attribute='name') | list }}"
     checks: [verify, security]
     max_exposure: 2.0
   register: units

@@ -47,8 +47,8 @@ attributes:
 EXAMPLES = r"""
 - name: Wait until this host's instances see every instance of the cluster
   gpufleet.exo.ring_ready:
-    ports: "{{ exo_node_instances | map(attribute='ports.api') | list }}"
-    members: "{{ ansible_play_hosts | map('extract', hostvars, 'exo_node_instances') | flatten
+    ports: "{{ ansible_facts['exo_node_instances'] | map(attribute='ports.api') | list }}"
+    members: "{{ ansible_play_hosts | map('extract', hostvars, ['ansible_facts', 'exo_node_instances']) | flatten
                  | map(attribute='node_id') | list }}"
     timeout: 300
 """
