@@ -91,19 +91,22 @@ run_integration() {
 }
 
 # scenario ROLE NAME: molecule test, its log kept in .build/molecule and its time in the stage table;
-# the collection's own deprecation warnings fail it (tests/deprecations.py). The log is shown where it
+# the collection's own deprecation warnings fail it (tests/ansible_log.py). The log is shown where it
 # failed: the scenarios run side by side (run_molecule), so their output is not interleaved on screen.
 # Its containers are left for run_molecule to destroy.
 scenario() {
   local log=$PWD/.build/molecule/${1##*/}-$2.log started=$SECONDS
   mkdir -p .build/molecule
   echo "--- molecule ${1##*/} $2: started (${log#"$PWD"/})"
-  if ! (cd "$1" && molecule test -s "$2" --destroy never) >"$log" 2>&1; then
+  # A wide terminal: molecule wraps ansible-playbook's lines to it, which would cut each failure into pieces.
+  if ! (cd "$1" && COLUMNS=100000 molecule test -s "$2" --destroy never) >"$log" 2>&1; then
     tail -n 200 "$log"
+    echo "--- molecule ${1##*/} $2: what failed"
+    python tests/ansible_log.py failures "$log"
     echo "--- molecule ${1##*/} $2: FAILED after $((SECONDS - started)) s; the whole log: ${log#"$PWD"/}"
     return 1
   fi
-  python tests/deprecations.py "$log" || { echo "--- molecule ${1##*/} $2: FAILED on a deprecation warning"; return 1; }
+  python tests/ansible_log.py deprecations "$log" || { echo "--- molecule ${1##*/} $2: FAILED on a deprecation warning"; return 1; }
   printf '%-12s %d\n' "  ${1##*/}:$2" $((SECONDS - started)) >>.build/molecule/times
   echo "--- molecule ${1##*/} $2: passed in $((SECONDS - started)) s"
 }
@@ -287,7 +290,7 @@ run_matrix() {
 run_site() {
   make site 2>&1 | tee .build/site-first-run.log
   make site 2>&1 | tee .build/site-second-run.log
-  python tests/deprecations.py .build/site-first-run.log .build/site-second-run.log
+  python tests/ansible_log.py deprecations .build/site-first-run.log .build/site-second-run.log
   grep -Eq 'localhost +: ok=[0-9]+ +changed=0 ' .build/site-second-run.log \
     || { echo "make site: the second run changed something" >&2; exit 1; }
   if grep -q '^make site: real exo' .build/site-second-run.log; then
