@@ -201,7 +201,7 @@ def place(store, homes):
                                               "exo_node_model_store": store, "exo_node_data_dir": os.path.dirname(homes[0])})
     # The store checked against its manifests, as the role checks it (gpufleet.exo.exo_data).
     try:
-        manifests = exo_data.check_store(store, models.repositories(settings))
+        manifests = exo_data.check_store(store, models.repositories(settings))[0]
     except exo_data.Refused as refused:
         sys.exit(str(refused))
     instances = [{"name": os.path.basename(h), "home": h, "env": {"TMPDIR": h + "/tmp"}} for h in homes]

@@ -67,8 +67,9 @@ def node_files(instances, removed, settings, paths):
                         values["exo_node_discovery"])
 
 
-def node_models(settings, instances, host, store=None, placed=None, free=None):
-    return models.placement(host, checked("node_models", settings), instances, store=store, placed=placed, free=free)
+def node_models(settings, instances, host, store=None, placed=None, free=None, verified=None):
+    return models.placement(host, checked("node_models", settings), instances, store=store, placed=placed, free=free,
+                            verified=verified)
 
 
 def node_outcome(instances, host, existing=None, devices=None, modprobe=None, units=None, changed=None,

@@ -18,6 +18,14 @@ suffix from an allowlist (DATA_SUFFIXES, DATA_NAMES), weights only as safetensor
 file, whatever its size, without a hook that makes transformers run code (REMOTE_CODE_KEYS). A file
 the manifest does not list, one whose bytes differ from it, and any other file are refused, naming
 the file and what to do.
+
+A file is read whole once, when it is checked; a file unchanged since is not read again (a 2.5 GB
+model took 15 s on every run, for every host). VERIFIED records each file checked with its identity
+as it was read: inode, size, modification and change times. The host's copy's files are exo's
+(FILE_MODE), but exo cannot write one and keep its change time (only the clock sets it), nor put
+another file in the copy's directories, which are root's, as is the copy's VERIFIED; a file whose
+identity differs is read again. A store's VERIFIED is its owner's, written where the check can write
+it: whoever can change it can change the manifest beside it.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -32,6 +40,9 @@ import pwd
 import stat
 
 MANIFEST = "gpufleet-model.json"
+# In a store, and in root/models beside the host's copies: {path below it: {"sha256", "identity"}} of each
+# file read and found right.
+VERIFIED = "gpufleet-verified.json"
 # The only files a model directory holds (an allowlist: anything else is refused). exo e4238f9ef
 # fetches *.json, *.txt, tokenizer.model (sentencepiece), *.tiktoken and the safetensors weights
 # (exo/download/hf/hf_helpers.py, get_allow_patterns), and *.py, which is code; a Hugging Face
@@ -339,14 +350,19 @@ def file_problem(tree, path):
     return None
 
 
+def _missing(refused):
+    """Whether a refusal is only that a directory is missing (Tree.dir)."""
+    return any(problem.endswith(" is missing") for problem in refused.problems)
+
+
 def walk(tree, top):
     """{relative path: os.stat_result} of the regular files below the directory top (none where top is
     missing); a link or another kind of file is refused, naming it."""
     files, problems = {}, []
     try:
         fd = tree.dir(top)
-    except Refused as missing:
-        if any(p.endswith(" is missing") for p in missing.problems):
+    except Refused as refused:
+        if _missing(refused):
             return files
         raise
     if fd is None:
@@ -381,7 +397,10 @@ def _file_sha256(tree, path):
 
 
 def _read(tree, path):
+    """path's bytes, or None where it is missing."""
     fd = _open_file(tree, path)
+    if fd is None:
+        return None
     try:
         return os.read(fd, os.fstat(fd).st_size + 1)
     finally:
@@ -404,15 +423,16 @@ def read_manifest(tree, repo_dir):
         raise Refused(["%s is not a manifest of files with their path, size and sha256 (%s); make it again" % (path, error)])
 
 
-def check_store(store, repos):
+def check_store(store, repos, check_mode=False):
     """{repo: {path: {"size", "sha256"}}} of each repository in store, checked against its manifest.
 
     Refused, naming each file: a store or repository that is missing, a manifest missing or
     unreadable, a file the manifest does not list or lists with other bytes, a file it lists that
     is missing, and a file a model does not need (file_problem: code, weights other than safetensors,
     a remote-code hook, anything else)."""
-    result, problems = {}, []
+    result, problems, checked = {}, [], {}
     with Tree(store) as tree:
+        entries = read_verified(tree, tree.root)
         for repo in repos:
             repo_dir = posixpath.join(tree.root, repo)
             try:
@@ -422,16 +442,24 @@ def check_store(store, repos):
                                    "manifest" % repo_dir])
                 manifest = read_manifest(tree, repo_dir)
                 result[repo] = manifest
-                problems += _compare(tree, repo_dir, files, manifest)
+                problems += _compare(tree, repo_dir, files, manifest, entries, checked)
             except Refused as refused:
                 problems += refused.problems
-    if problems:
-        raise Refused(problems)
-    return result
+        if problems:
+            raise Refused(problems)
+        recorded = False
+        if checked and not check_mode:
+            try:
+                recorded = record_verified(tree, tree.root, checked)
+            except OSError:
+                pass  # a store its checker cannot write (not its owner, read-only): read whole on every run
+    return result, recorded
 
 
-def _compare(tree, repo_dir, files, manifest):
-    """What is wrong with files (walk's answer) in repo_dir against manifest, each problem naming its file."""
+def _compare(tree, repo_dir, files, manifest, entries, checked):
+    """What is wrong with files (walk's answer) in repo_dir against manifest, each problem naming its file.
+    A file unchanged since its check (entries, VERIFIED's) is not read; one read and found right is added
+    to checked."""
     problems = []
     for rel in sorted(files):
         path = posixpath.join(repo_dir, rel)
@@ -443,7 +471,9 @@ def _compare(tree, repo_dir, files, manifest):
         elif rel not in manifest:
             problems.append("%s is not in %s; remove it, or make the manifest again where the store is made"
                             % (path, MANIFEST))
-        elif files[rel].st_size != manifest[rel]["size"] or _file_sha256(tree, path) != manifest[rel]["sha256"]:
+        elif files[rel].st_size != manifest[rel]["size"] or not (
+                _recorded(tree, path, files[rel], entries) == manifest[rel]["sha256"]
+                or _check_file(tree, path, manifest[rel]["sha256"], checked)):
             problems.append("%s differs from its sha256 in %s (tampered or changed since); put the repository's "
                             "own file back, or make the manifest again where the store is made" % (path, MANIFEST))
     problems += ["%s is missing; %s lists it" % (posixpath.join(repo_dir, rel), MANIFEST)
@@ -451,15 +481,35 @@ def _compare(tree, repo_dir, files, manifest):
     return problems
 
 
-def check_copy(tree, kept, manifest):
-    """Problems of the host's copy kept (a directory below tree's root) against manifest: each file
-    the manifest lists must be there with its bytes (others are left alone)."""
+def _check_file(tree, path, sha256, checked):
+    """Whether the file at path has sha256, read whole; where it has, and was not written while it was read,
+    its VERIFIED entry is added to checked."""
+    fd = _open_file(tree, path)
+    if fd is None:
+        return False
+    try:
+        found = _identity(os.fstat(fd))
+        right = sha256_fd(fd) == sha256
+        if right and _identity(os.fstat(fd)) == found:
+            checked[_key(tree, path)] = {"sha256": sha256, "identity": found}
+    finally:
+        os.close(fd)
+    return right
+
+
+def check_copy(tree, kept, manifest, checked):
+    """Problems of the host's copy kept (a directory below tree's root) against manifest: each file the
+    manifest lists must be there with its bytes (others are left alone), and not be written while it is
+    read. Those that pass are added to checked (VERIFIED's entries)."""
     problems = []
     for rel in sorted(manifest):
         path = posixpath.join(kept, rel)
-        if _file_sha256(tree, path) != manifest[rel]["sha256"]:
+        if not _check_file(tree, path, manifest[rel]["sha256"], checked):
             problems.append("%s differs from its sha256 in the store's %s (tampered on the host, or the copy "
                             "failed); remove it and run again" % (path, MANIFEST))
+        elif _key(tree, path) not in checked:
+            problems.append("%s changed while it was checked (written by exo?); stop exo's instances and run again"
+                            % path)
     return problems
 
 
@@ -519,6 +569,60 @@ def copy_in(tree, store, src, dest, want):
             os.close(fd)
 
 
+def _identity(found):
+    """What changes whenever a file's bytes do (VERIFIED). Not the device: a store shared over NFS has
+    another on each host that mounts it."""
+    return [found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns]
+
+
+def _key(tree, path):
+    return "/".join(tree.parts(path)[1:])
+
+
+def read_verified(tree, directory):
+    """The entries of directory's VERIFIED; none where it is missing or unreadable (every file is read)."""
+    try:
+        data = _read(tree, posixpath.join(directory, VERIFIED))
+        entries = json.loads(data.decode("utf-8")) if data else {}
+    except ValueError:
+        return {}
+    except Refused as refused:
+        if _missing(refused):
+            return {}
+        raise
+    return entries if isinstance(entries, dict) else {}
+
+
+def _recorded(tree, path, found, entries):
+    """The sha256 the file at path (found: its lstat) had when it was read, where it has not changed since."""
+    entry = entries.get(_key(tree, path))
+    return entry.get("sha256") if isinstance(entry, dict) and entry.get("identity") == _identity(found) else None
+
+
+def still_verified(tree, top, files, entries):
+    """{relative path: sha256} of files (walk's answer for the directory top) unchanged since their check."""
+    found = {}
+    for rel, now in files.items():
+        sha256 = _recorded(tree, posixpath.join(top, rel), now, entries)
+        if sha256:
+            found[rel] = sha256
+    return found
+
+
+def record_verified(tree, directory, checked):
+    """Add checked (entries of files just read) to directory's VERIFIED, its owner's alone; True where it changed."""
+    entries = read_verified(tree, directory)
+    before = dict(entries)
+    entries.update(checked)
+    if entries == before:
+        return False
+    text = json.dumps(entries, indent=1, sort_keys=True) + "\n"
+    parent = tree.dir(directory)
+    found = os.fstat(parent)
+    _replace(parent, VERIFIED, lambda out: os.write(out, text.encode("utf-8")), (found.st_uid, found.st_gid, 0o600))
+    return True
+
+
 def free_bytes(path):
     """Bytes free to an unprivileged user in the file system of path (or of its nearest existing parent)."""
     while not os.path.exists(path) and path not in ("/", ""):
@@ -528,19 +632,37 @@ def free_bytes(path):
 
 
 def inspect(root, repos):
-    """What the host holds: {"placed": {repo: {path: size}} of root/models, "free": bytes free there}."""
-    placed = {}
+    """What the host holds: {"placed": {repo: {path: size}} of root/models, "verified": {repo: {path: sha256}}
+    of those unchanged since their check, "free": bytes free there}."""
+    placed, verified = {}, {}
     with Tree(root, check_mode=True) as tree:
+        entries = read_verified(tree, posixpath.join(tree.root, "models"))
         for repo in repos:
-            files = walk(tree, posixpath.join(tree.root, "models", repo))
+            top = posixpath.join(tree.root, "models", repo)
+            files = walk(tree, top)
             placed[repo] = dict((rel, found.st_size) for rel, found in files.items())
-    return {"placed": placed, "free": free_bytes(root)}
+            verified[repo] = still_verified(tree, top, files, entries)
+    return {"placed": placed, "verified": verified, "free": free_bytes(root)}
+
+
+def unlink_refused(tree, results, checked, verify):
+    """Take away the links just made (results) to the files of verify the check refused (not in checked)."""
+    refused = set(_key(tree, posixpath.join(kept, rel)) for kept, manifest in verify.items() for rel in manifest)
+    refused -= set(checked)
+    for result in results:
+        if result["changed"] and _key(tree, result["item"]["src"]) in refused:
+            parent, name = tree.entry(result["item"]["dest"])
+            os.unlink(name, dir_fd=parent)
 
 
 def place(params, check_mode):
-    """Directories, copies from a store on the host, the check of the host's copy, links and seeds, in
+    """Directories, copies from a store on the host, links, the check of the host's copy and seeds, in
     that order. Returns {"changed", "directories", "copied", "results"} where results holds one
-    entry per link and seed ({"changed", "item"}), as a loop's results, for the filter node_outcome."""
+    entry per link and seed ({"changed", "item"}), as a loop's results, for the filter node_outcome.
+
+    Each file checked is recorded in VERIFIED with its identity as it was read: the next inspect finds it
+    verified until it changes. The links come first because a new link changes its file's identity (its
+    change time); a link made to a file the check refuses is taken away again."""
     # The owner of the files it writes; asked only where there are some.
     file_want = (_want(params["user"], params["group"], "%o" % FILE_MODE, check_mode)
                  if params["copies"] or params["seeds"] else None)
@@ -552,17 +674,20 @@ def place(params, check_mode):
                 copied.append(copy["dest"])
                 if not check_mode:
                     copy_in(tree, params["store"], copy["src"], copy["dest"], file_want)
-        if not check_mode:
-            problems = []
-            for kept, manifest in sorted(params["verify"].items()):
-                problems += check_copy(tree, kept, manifest)
-            if problems:
-                raise Refused(problems)
         results = []
         for item in params["links"]:
             results.append({"changed": link(tree, item["src"], item["dest"]), "item": item})
+        checked = {}
+        if not check_mode:
+            problems = []
+            for kept, manifest in sorted(params["verify"].items()):
+                problems += check_copy(tree, kept, manifest, checked)
+            if problems:
+                unlink_refused(tree, results, checked, params["verify"])
+                raise Refused(problems)
         for item in params["seeds"]:
             results.append({"changed": seed(tree, item["dest"], item["content"], file_want),
                             "item": {"dest": item["dest"], "instances": []}})
-    changed = bool(made or copied or any(r["changed"] for r in results))
+        recorded = bool(checked) and record_verified(tree, posixpath.join(tree.root, "models"), checked)
+    changed = bool(made or copied or recorded or any(r["changed"] for r in results))
     return {"changed": changed, "directories": made, "copied": copied, "results": results}

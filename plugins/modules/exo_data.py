@@ -26,12 +26,18 @@ description:
   - With O(step=store), checks each repository of O(repos) in the store O(path) against its manifest,
     and refuses, naming each file, a missing store or manifest, a file the manifest does not list, one
     whose sha256 differs, one it lists that is missing, and a file a model does not need (as with
-    O(step=manifest)). Changes nothing.
-  - With O(step=inspect), says what O(root)C(/models) holds of O(repos) and how many bytes are free there.
-    Changes nothing.
-  - With O(step=place), makes O(directories), copies O(copies) from the store O(path) on the host,
-    checks the host's copy against the store's manifest (O(verify)), then makes the hard links O(links)
-    and writes the files O(seeds) (the answers to exo's lookups, see the filter P(gpufleet.exo.node_models#filter)).
+    O(step=manifest)). It records each file it read in the store's C(gpufleet-verified.json) (mode 0600, the
+    store's owner's), where it can write it and not in check mode, and reads a file again only where its
+    inode, size, modification or change time differ from those recorded. Changes nothing else.
+  - With O(step=inspect), says what O(root)C(/models) holds of O(repos), which of its files are unchanged since
+    they were checked, and how many bytes are free there. Changes nothing.
+  - With O(step=place), makes O(directories), copies O(copies) from the store O(path) on the host, makes the
+    hard links O(links), checks the host's copy against the store's manifest (O(verify)), taking away a link
+    just made to a file it refuses, then writes the files O(seeds) (the answers to exo's lookups, see the
+    filter P(gpufleet.exo.node_models#filter)). It records each file it checked with its identity as it read
+    it, so that O(step=inspect) finds the file verified and it is not read again until it changes (exo, which
+    owns the files, cannot write one without changing its change time). The links come before the check
+    because a new link changes its file's change time.
 author:
   - gpufleet.exo contributors (@gpufleet)
 options:
@@ -134,6 +140,13 @@ placed:
   description: With O(step=inspect), the size of each file in O(root)C(/models/<repo>), by repository and path.
   returned: with O(step=inspect)
   type: dict
+verified:
+  description:
+    - With O(step=inspect), the sha256 of each file of RV(placed) unchanged since O(step=place) checked it, by
+      repository and path. A file is unchanged while its device, inode, size, modification and change times
+      are those recorded in O(root)C(/models/gpufleet-verified.json) (root's, mode 0600) when it was checked.
+  returned: with O(step=inspect)
+  type: dict
 free:
   description: With O(step=inspect), the bytes free to exo's user in O(root)'s file system.
   returned: with O(step=inspect)
@@ -184,7 +197,8 @@ def main():
             changed, files = make_manifest(params["path"], module.check_mode)
             result = {"changed": changed, "files": files}
         elif step == "store":
-            result = {"changed": False, "store": check_store(params["path"], params["repos"])}
+            store, recorded = check_store(params["path"], params["repos"], module.check_mode)
+            result = {"changed": recorded, "store": store}
         elif step == "inspect":
             result = dict(inspect(params["root"], params["repos"]), changed=False)
         else:

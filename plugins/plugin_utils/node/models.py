@@ -89,14 +89,16 @@ def instance_env(settings):
     return env
 
 
-def placement(host, settings, instances, store=None, placed=None, free=None):
+def placement(host, settings, instances, store=None, placed=None, free=None, verified=None):
     """What the role does for exo_node_models on host: {"errors", "repos", "copies", "host_copies",
     "store_dirs", "dirs", "directories", "verify", "links", "seeds", "copy_bytes", "summary"}.
 
     store: the store's manifests as the module gpufleet.exo.exo_data (step store) checked them,
     {repo: {path: {"size", "sha256"}}}; placed: what exo_data (step inspect) found in
-    exo_node_data_dir/models, {repo: {path: size}}; free: the bytes free there. Each is None until
-    its task has run. The manifest itself is not placed: exo would ask the hub for a file it lists.
+    exo_node_data_dir/models, {repo: {path: size}}; verified: the files of placed unchanged since the
+    store's sha256 was checked on them, {repo: {path: sha256}}, neither copied nor checked again; free: the
+    bytes free there. Each is None until its task has run. The manifest itself is not placed: exo would
+    ask the hub for a file it lists.
     """
     result = {"errors": [], "repos": repositories(settings), "copies": [], "host_copies": [], "store_dirs": [],
               "dirs": [], "directories": [], "verify": {}, "links": [], "seeds": [], "copy_bytes": 0, "summary": []}
@@ -127,9 +129,12 @@ def placement(host, settings, instances, store=None, placed=None, free=None):
         have = (placed or {}).get(repo) or {}
         missing = sum(size for path, size in files.items() if have.get(path) != size)
         kept = posixpath.join(settings["exo_node_data_dir"], "models", repo)
+        checked = (verified or {}).get(repo) or {}
+        unchecked = [path for path in sorted(files) if checked.get(path) != manifest[path]["sha256"]]
         copies += [{"src": posixpath.join(root, repo, path), "dest": posixpath.join(kept, path),
-                    "sha256": manifest[path]["sha256"]} for path in sorted(files)]
-        result["verify"][kept] = manifest
+                    "sha256": manifest[path]["sha256"]} for path in unchecked]
+        if unchecked:
+            result["verify"][kept] = dict((path, manifest[path]) for path in unchecked)
         result["store_dirs"] += _parents(kept, files)
         result["copy_bytes"] += missing
         name = repo.replace("/", "--")

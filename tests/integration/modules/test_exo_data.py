@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpufleet.exo.exo_data through ansible-playbook on this machine: its EXAMPLES as written but for their
 paths and owner (a store of the test's own, exo's data directory in a temporary directory), docs/node.md's
-command that makes a manifest, and a link planted in an EXO_HOME, refused by name with nothing written
-through it."""
+command that makes a manifest, a link planted in an EXO_HOME, refused by name with nothing written
+through it, and the record of the files checked, which a second run reads, through Ansible's results."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
@@ -101,3 +101,38 @@ def test_a_link_planted_in_an_exo_home_is_refused_by_name_and_nothing_is_written
     proc = run_example(str(tmp_path / "run-seed"), tasks_play(yaml.safe_dump([place])), local_inventory())
     assert "%s is a symbolic link" % (data / "gpu0" / "tmp") in proc.stdout, proc.stdout[-3000:]
     assert os.listdir(str(target)) == []
+
+
+def test_a_second_run_finds_the_copy_verified_until_a_file_changes(tmp_path):
+    repo = store(tmp_path)
+    data = tmp_path / "data"
+    kept, home = data / "models" / REPO_DIR, data / "gpu0" / "downloads" / "m"
+    manifest = dict((name, {"size": len(content), "sha256": hashlib.sha256(content).hexdigest()})
+                    for name, content in ((p.name, p.read_bytes()) for p in repo.iterdir()))
+    for name in manifest:
+        kept.mkdir(parents=True, exist_ok=True)
+        (kept / name).write_bytes((repo / name).read_bytes())
+
+    def directory(path):
+        return {"path": str(path), "owner": USER, "group": GROUP, "mode": "0750"}
+    place = {"name": "Place", "gpufleet.exo.exo_data": {
+        "step": "place", "root": str(data), "user": USER, "group": GROUP,
+        "directories": [directory(data / "models"), directory(kept), directory(home)],
+        "verify": {str(kept): manifest},
+        "links": [{"src": str(kept / name), "dest": str(home / name), "instances": ["gpu0"]} for name in sorted(manifest)]}}
+    inspect = {"name": "Inspect", "gpufleet.exo.exo_data": {"step": "inspect", "root": str(data), "repos": [REPO_DIR]}}
+
+    def verified(proc):
+        """What the inspect step answered (ansible-playbook -v shows each result as JSON)."""
+        return [json.loads(line.split(" => ", 1)[1])["verified"] for line in proc.stdout.splitlines()
+                if line.startswith("ok: [localhost] => {") and '"verified"' in line]
+    proc = run_example(str(tmp_path / "run-1"), tasks_play(yaml.safe_dump([inspect, place, inspect])), local_inventory())
+    assert recap(proc, "localhost") == {"ok": 3, "changed": 1, "failed": 0}, proc.stdout[-3000:]
+    everything = dict((name, entry["sha256"]) for name, entry in manifest.items())
+    assert verified(proc) == [{REPO_DIR: {}}, {REPO_DIR: everything}], proc.stdout[-3000:]
+    # exo writes a file again, the same size and modification time: only its change time tells
+    found = os.stat(str(kept / "config.json"))
+    (kept / "config.json").write_text('{"model_type": "llamb"}')
+    os.utime(str(kept / "config.json"), ns=(found.st_atime_ns, found.st_mtime_ns))
+    proc = run_example(str(tmp_path / "run-2"), tasks_play(yaml.safe_dump([inspect])), local_inventory())
+    assert verified(proc) == [{REPO_DIR: {"model.safetensors": everything["model.safetensors"]}}], proc.stdout[-3000:]

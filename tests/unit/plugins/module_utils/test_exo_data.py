@@ -138,7 +138,7 @@ def test_check_mode_on_a_new_host_says_what_it_would_make_and_makes_nothing(tmp_
 
 def test_a_store_that_matches_its_manifest_is_copied_on_the_host_and_checked_there(tmp_path):
     store = store_with(tmp_path)
-    manifest = data.check_store(store, [REPO])[REPO]
+    manifest = data.check_store(store, [REPO])[0][REPO]
     assert sorted(manifest) == sorted(MODEL)
     root = str(tmp_path / "data")
     kept = root + "/models/" + REPO
@@ -150,10 +150,106 @@ def test_a_store_that_matches_its_manifest_is_copied_on_the_host_and_checked_the
     assert oct(os.stat(kept + "/config.json").st_mode & 0o777) == "0o640"
     assert place(root, store=store, directories=dirs, copies=copies, verify={kept: manifest})["copied"] == []
     assert data.inspect(root, [REPO])["placed"] == {REPO: dict((p, len(c)) for p, c in MODEL.items())}
-    # the host's copy changed since (exo owns its files): refused after the copy, naming the file
+    # the host's copy changed since (exo owns its files): refused after the copy, naming the file, and the
+    # link just made to it is taken away, the others kept
     write(kept + "/config.json", b'{"model_type": "llamb"}')
+    home = root + "/gpu0/downloads/m"
+    links = [{"src": kept + "/" + p, "dest": home + "/" + p, "instances": ["gpu0"]} for p in ("config.json", "model.safetensors")]
     with pytest.raises(data.Refused, match="%s/config.json differs from its sha256" % kept):
-        place(root, verify={kept: manifest})
+        place(root, directories=[directory(home)], links=links, verify={kept: manifest})
+    assert os.listdir(home) == ["model.safetensors"]
+    # neither is verified now: the one changed, and the one whose new link changed its change time
+    assert sorted(data.inspect(root, [REPO])["verified"][REPO]) == ["sub/extra.txt", "tokenizer_config.json"]
+
+
+def test_a_checked_file_is_recorded_and_found_verified_until_it_changes(tmp_path):
+    store = store_with(tmp_path)
+    manifest = data.check_store(store, [REPO])[0][REPO]
+    root = str(tmp_path / "data")
+    kept = root + "/models/" + REPO
+    home = root + "/gpu0/downloads/m"
+    copies = [{"src": store + "/" + REPO + "/" + p, "dest": kept + "/" + p, "sha256": manifest[p]["sha256"]} for p in sorted(MODEL)]
+    dirs = [directory(root + "/models"), directory(kept), directory(kept + "/sub"), directory(home), directory(home + "/sub")]
+    links = [{"src": kept + "/" + p, "dest": home + "/" + p, "instances": ["gpu0"]} for p in sorted(MODEL)]
+    assert data.inspect(root, [REPO])["verified"] == {REPO: {}}
+    # in check mode nothing is recorded
+    place(root, check_mode=True, store=store, directories=dirs, copies=copies, verify={kept: manifest}, links=links)
+    assert data.inspect(root, [REPO])["verified"] == {REPO: {}}
+    assert place(root, store=store, directories=dirs, copies=copies, verify={kept: manifest}, links=links)["changed"]
+    everything = dict((p, manifest[p]["sha256"]) for p in MODEL)
+    # recorded as the check read them, after the links were made, which changed the files' change time
+    assert data.inspect(root, [REPO])["verified"] == {REPO: everything}
+    recorded = root + "/models/" + data.VERIFIED
+    assert oct(os.stat(recorded).st_mode & 0o777) == "0o600"
+    assert os.stat(recorded).st_uid == os.stat(root + "/models").st_uid
+    # nothing to check: nothing changes, the record is not written again
+    before = os.stat(recorded).st_mtime_ns
+    assert not place(root, directories=dirs, links=links)["changed"]
+    assert os.stat(recorded).st_mtime_ns == before
+    # a file written since, even to the same size and modification time, is not verified any more
+    found = os.stat(kept + "/config.json")
+    write(kept + "/config.json", MODEL["config.json"].replace(b"llama", b"llamb"))
+    os.utime(kept + "/config.json", ns=(found.st_atime_ns, found.st_mtime_ns))
+    assert data.inspect(root, [REPO])["verified"] == {REPO: dict((p, h) for p, h in everything.items() if p != "config.json")}
+    # a file put in its place (another inode) is not either; nor any file where the record is unreadable
+    os.rename(kept + "/sub/extra.txt", kept + "/sub/old")
+    write(kept + "/sub/extra.txt", MODEL["sub/extra.txt"])
+    assert sorted(data.inspect(root, [REPO])["verified"][REPO]) == ["model.safetensors", "tokenizer_config.json"]
+    write(recorded, b"not json")
+    assert data.inspect(root, [REPO])["verified"] == {REPO: {}}
+
+
+def test_a_file_written_while_it_is_checked_is_refused_and_not_recorded(tmp_path, monkeypatch):
+    store = store_with(tmp_path)
+    manifest = data.check_store(store, [REPO])[0][REPO]
+    root = str(tmp_path / "data")
+    kept = root + "/models/" + REPO
+    copies = [{"src": store + "/" + REPO + "/" + p, "dest": kept + "/" + p, "sha256": manifest[p]["sha256"]} for p in sorted(MODEL)]
+    dirs = [directory(root + "/models"), directory(kept), directory(kept + "/sub")]
+    read = data.sha256_fd
+
+    def read_while_exo_writes(fd):
+        digest = read(fd)
+        # exo puts the same bytes back: only the change time tells
+        if os.path.realpath("/proc/self/fd/%d" % fd) == kept + "/config.json":
+            write(kept + "/config.json", MODEL["config.json"])
+        return digest
+    monkeypatch.setattr(data, "sha256_fd", read_while_exo_writes)
+    with pytest.raises(data.Refused, match="%s/config.json changed while it was checked" % kept):
+        place(root, store=store, directories=dirs, copies=copies, verify={kept: manifest})
+    assert data.inspect(root, [REPO])["verified"] == {REPO: {}}
+
+
+def test_a_store_is_read_whole_once_and_again_only_where_a_file_changed(tmp_path, monkeypatch):
+    store = store_with(tmp_path)
+    recorded = os.path.join(store, data.VERIFIED)
+    # in check mode it is read, and nothing recorded
+    assert data.check_store(store, [REPO], check_mode=True)[1] is False and not os.path.exists(recorded)
+    manifest, changed = data.check_store(store, [REPO])
+    assert changed and oct(os.stat(recorded).st_mode & 0o777) == "0o600"
+    read = []
+    real = data.sha256_fd
+    monkeypatch.setattr(data, "sha256_fd", lambda fd: read.append(os.path.realpath("/proc/self/fd/%d" % fd)) or real(fd))
+    assert data.check_store(store, [REPO]) == (manifest, False) and read == []
+    # the same bytes written again: read again, and recorded
+    write(os.path.join(store, REPO, "config.json"), MODEL["config.json"])
+    assert data.check_store(store, [REPO]) == (manifest, True)
+    assert read == [os.path.join(store, REPO, "config.json")]
+    # other bytes, with the size and modification time kept: refused, as without the record
+    path = os.path.join(store, REPO, "model.safetensors")
+    found = os.stat(path)
+    write(path, MODEL["model.safetensors"].upper())
+    os.utime(path, ns=(found.st_atime_ns, found.st_mtime_ns))
+    with pytest.raises(data.Refused, match="model.safetensors differs from its sha256"):
+        data.check_store(store, [REPO])
+    # a store its checker cannot write (the tests run as root, who can): read whole, and checked the same
+    write(path, MODEL["model.safetensors"])
+
+    def refused(*args):
+        raise OSError(13, "Permission denied")
+    monkeypatch.setattr(data, "_replace", refused)
+    del read[:]
+    assert data.check_store(store, [REPO]) == (manifest, False) and read == [path]
 
 
 # What a store may not hold, and what the refusal names.
@@ -220,7 +316,7 @@ def test_a_model_of_data_only_is_listed_in_its_manifest_and_accepted(tmp_path):
     store = store_with(tmp_path, DATA_ONLY, manifest=False)
     changed, files = data.make_manifest(os.path.join(store, REPO), check_mode=False)
     assert changed and [f["path"] for f in files] == sorted(DATA_ONLY)
-    assert sorted(data.check_store(store, [REPO])[REPO]) == sorted(DATA_ONLY)
+    assert sorted(data.check_store(store, [REPO])[0][REPO]) == sorted(DATA_ONLY)
 
 
 def test_a_store_without_the_repository_or_its_manifest_is_refused_with_what_to_do(tmp_path):
@@ -242,7 +338,7 @@ def test_the_manifest_is_made_from_the_files_and_keeps_what_else_it_says(tmp_pat
     with open(os.path.join(repo, data.MANIFEST)) as handle:
         after = json.load(handle)
     assert after["card"] == before["card"] and after["files"] == files
-    assert data.check_store(store, [REPO])[REPO]["config.json"]["size"] == len(b'{"model_type": "llama", "new": 1}')
+    assert data.check_store(store, [REPO])[0][REPO]["config.json"]["size"] == len(b'{"model_type": "llama", "new": 1}')
     assert data.make_manifest(repo, check_mode=False)[0] is False
     write(os.path.join(repo, "modeling.py"), b"")
     with pytest.raises(data.Refused, match="modeling.py is a code file"):

@@ -81,6 +81,30 @@ def test_files_already_there_are_not_counted_and_too_little_space_stops_the_run(
                                    "free; free space there, or choose fewer exo_node_models" % data]
 
 
+# What exo_data (step inspect) found verified on the host, and what is still copied and checked there.
+VERIFIED_CASES = [
+    ("nothing verified", None, sorted(FILES)),
+    ("all verified, with the store's sha256", dict((p, "%064x" % size) for p, size in FILES.items()), []),
+    ("one verified with another sha256 (the store changed)",
+     dict((p, "%064x" % (size + (p == "config.json"))) for p, size in FILES.items()), ["config.json"]),
+    ("one not verified (changed on the host since)",
+     dict((p, "%064x" % size) for p, size in FILES.items() if p != "model.safetensors"), ["model.safetensors"]),
+]
+
+
+@pytest.mark.parametrize("source", ["controller", "host"])
+@pytest.mark.parametrize("what, verified, checked", VERIFIED_CASES, ids=[case[0] for case in VERIFIED_CASES])
+def test_files_verified_on_the_host_are_neither_copied_nor_checked_again(instances, source, what, verified, checked):
+    placement = models.placement("h", settings(exo_node_model_source=source), instances, store=manifests([REPO]),
+                                 verified=verified and {REPO: verified})
+    kept = "/var/lib/exo/models/" + REPO
+    copies = placement["copies" if source == "controller" else "host_copies"]
+    assert [c["dest"] for c in copies] == [kept + "/" + path for path in checked]
+    assert placement["verify"] == ({kept: dict((p, manifests([REPO])[REPO][p]) for p in checked)} if checked else {})
+    # every instance is still linked to every file, and exo's answers still list them all
+    assert len(placement["links"]) == len(FILES) * len(instances)
+
+
 def test_a_repository_index_is_linked_and_a_host_store_is_copied_on_the_host(instances):
     store = "/mnt/store"
     files = dict(FILES, **{"model.safetensors.index.json": 5})
