@@ -143,7 +143,7 @@ placed:
 verified:
   description:
     - With O(step=inspect), the sha256 of each file of RV(placed) unchanged since O(step=place) checked it, by
-      repository and path. A file is unchanged while its device, inode, size, modification and change times
+      repository and path. A file is unchanged while its inode, size, modification and change times
       are those recorded in O(root)C(/models/gpufleet-verified.json) (root's, mode 0600) when it was checked.
   returned: with O(step=inspect)
   type: dict
