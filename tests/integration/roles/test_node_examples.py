@@ -6,7 +6,8 @@ __metaclass__ = type
 
 __doc__ = """The node planner's examples, run as they are written: the EXAMPLES of the filters node_plan,
 node_cluster, node_firewall, node_proxy, node_models and node_outcome, one after the other in one play, as a
-user would chain them; and node_python's, node_install's and node_preflight's on this machine, with the module exo_host_inspect's.
+user would chain them; and node_python's, node_install's, node_preflight's and node_preflight_host's on this machine,
+with the module exo_host_inspect's.
 
 They run on a simulated host with four H100s (tests/simulated/hosts.py "four": the simulated
 libnvidia-ml under the real nvidia-ml-py, a simulated /sys) over a local connection, in check mode,
@@ -97,6 +98,21 @@ def test_node_preflight_example_on_this_machine(tmp_path):
     shown = example_shows(tmp_path, "node_preflight", "Say what the role would refuse, or how pip would install exo")
     # this machine has systemctl and /usr/bin/python3 in range, but no device facts were gathered: the
     # role would gather them (exo_node_refresh_facts auto), so nothing is refused
+    assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --require-hashes ' \
+           '--no-index --only-binary :all: --find-links /opt/exo/wheelhouse ' \
+           '--requirement=/opt/exo/wheelhouse/requirements.txt"' in shown, shown[:2000]
+
+
+def test_node_preflight_host_example_as_the_second_step_on_this_machine(tmp_path):
+    """node_preflight_host's EXAMPLES are the second step alone: run verbatim in the place of the second step of
+    node_preflight's, after its first, they give the same answer."""
+    steps = examples("filter", "node_preflight")
+    first, rest = steps.split("# The settings as checked, for the planners; the second answer leaves them out.\n")
+    say = rest.split("\n\n", 1)[1]
+    play = tasks_play(first + examples("filter", "node_preflight_host") + "\n" + say)
+    proc = playbook(str(tmp_path), play, local())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Say what the role would refuse, or how pip would install exo]")[1]
     assert '"msg": "/opt/exo/bin/python -m pip install --disable-pip-version-check --no-input --require-hashes ' \
            '--no-index --only-binary :all: --find-links /opt/exo/wheelhouse ' \
            '--requirement=/opt/exo/wheelhouse/requirements.txt"' in shown, shown[:2000]
