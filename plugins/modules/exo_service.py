@@ -90,21 +90,37 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Run the GPU health watcher from its package, with the role's unit
+- name: Run a small service from a package of its own, with its unit
   gpufleet.exo.exo_service:
-    units: [gpufleet-exo-health.service]
-    unit: "{{ lookup('ansible.builtin.template', 'gpufleet-exo-health.service.j2') }}"
-    directories: [/usr/local/lib/gpufleet-exo-health/gpufleet_exo_health]
-    files:
-      /usr/local/lib/gpufleet-exo-health/gpufleet_exo_health/__init__.py: ""
-    systemd_running: "{{ ansible_facts['service_mgr'] == 'systemd' }}"
+    units: [gpufleet-exo-example.service]
+    unit: |
+      [Unit]
+      Description=A service set up as the node role sets up its own
 
-- name: Remove two exo instances' units, keeping their data
+      [Service]
+      Environment=PYTHONPATH=/usr/local/lib/gpufleet-exo-example
+      ExecStart=/usr/bin/python3 -m gpufleet_exo_example
+      DynamicUser=yes
+
+      [Install]
+      WantedBy=multi-user.target
+    directories: [/usr/local/lib/gpufleet-exo-example/gpufleet_exo_example]
+    files:
+      /usr/local/lib/gpufleet-exo-example/gpufleet_exo_example/__init__.py: ""
+      /usr/local/lib/gpufleet-exo-example/gpufleet_exo_example/__main__.py: |
+        import time
+        while True:
+            time.sleep(3600)
+    systemd_running: "{{ ansible_facts['service_mgr'] == 'systemd' }}"
+  register: example_service
+
+- name: Remove it, its unit and its package
   gpufleet.exo.exo_service:
     state: absent
-    units: [exo@gpu0.service, exo@gpu1.service]
-    remove: [/etc/exo/instances/gpu0.env, /etc/exo/instances/gpu1.env]
+    units: [gpufleet-exo-example.service]
+    remove: [/etc/systemd/system/gpufleet-exo-example.service, /usr/local/lib/gpufleet-exo-example]
     daemon_reload: true
+  register: example_removal
 """
 
 RETURN = r"""
