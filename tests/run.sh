@@ -90,6 +90,18 @@ run_integration() {
     --durations=40 tests/integration
 }
 
+# journals ROLE NAME: the last lines of the journal of the exo instances on each of the scenario's
+# containers, which molecule's log does not hold (exo's own account of a request that failed), while
+# the containers are still there.
+journals() {
+  local name
+  for name in $(python -c 'import sys, yaml; print(" ".join(p["name"] for p in yaml.safe_load(open(sys.argv[1]))["platforms"]))' \
+                  "$1/molecule/$2/molecule.yml"); do
+    echo "--- molecule ${1##*/} $2: the journal of exo@* on $name, its last 40 lines"
+    podman exec "$name" journalctl --no-pager --output short-monotonic --lines 40 --unit 'exo@*' 2>&1 | cut -c1-300 || true
+  done
+}
+
 # scenario ROLE NAME: molecule test, its log kept in .build/molecule and its time in the stage table;
 # the collection's own deprecation warnings fail it (tests/ansible_log.py). The log is shown where it
 # failed: the scenarios run side by side (run_molecule), so their output is not interleaved on screen.
@@ -103,6 +115,7 @@ scenario() {
     tail -n 200 "$log"
     echo "--- molecule ${1##*/} $2: what failed"
     python tests/ansible_log.py failures "$log"
+    journals "$1" "$2"
     echo "--- molecule ${1##*/} $2: FAILED after $((SECONDS - started)) s; the whole log: ${log#"$PWD"/}"
     return 1
   fi
