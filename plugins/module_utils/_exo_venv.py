@@ -44,9 +44,9 @@ class StepFailed(Exception):
 UNCHECKED = {"checked": None, "modules": [], "unknown": [], "warning": None}
 # What runs without the patches; transformers' refusal of a model's code does not depend on exo's sources.
 LOST = ("the refusal of models that were not placed (the API's and the downloader's) and of hub lookups offline, the "
-        "end of a request whose ring broke, each request's own KV cache and one model build per shard, the admission "
-        "gate and its /metrics, and each instance's own device in the ring's view; transformers still runs no code "
-        "of a model")
+        "end of a request whose ring broke, a busy member kept in its ring, each request's own KV cache and one model "
+        "build per shard, the admission gate and its /metrics, and each instance's own device in the ring's view; "
+        "transformers still runs no code of a model")
 REFUSED = ("exo's modules that the collection's patches change are not the sources the patches were written "
            "against, so exo would run without them: %s. Nothing was installed or changed. Install an exo whose "
            "sources they know (the releases named), or run this one without them: unpatched (the node role's "

@@ -95,4 +95,4 @@ def test_the_patches_know_real_exos_sources(venv):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
         assert proc.returncode == 0, proc.stderr
         found = json.loads(proc.stdout)
-        assert found["unknown"] == [] and len(found["modules"]) == 7, found
+        assert found["unknown"] == [] and len(found["modules"]) == 8, found

@@ -177,6 +177,41 @@ def member(node, target_index):
         return "#%s" % target_index
 
 
+# How many health checks in a row a member that once answered may miss while its gRPC connection stays up, before
+# the ring lets it go: about two minutes (a check every 5 s, each waiting up to 5 s).
+HEALTH_MISSES = 12
+
+
+def patch_peer_handle(module):
+    """GRPCPeerHandle: a member whose connection is up stays in the ring through late health checks.
+
+    exo's manual discovery asks each peer of the file every 5 s (HealthCheck, a 5 s deadline) and forgets it at
+    its first miss. A member loading a model keeps its Python busy (tinygrad's loading thread holds the GIL), and on
+    a loaded host it answered after the deadline: its ring partner forgot it, and the request both were loading the
+    model for failed. gRPC's keepalive pings, which gRPC answers outside Python, keep the connection of a busy member
+    up and drop a dead or frozen one's within 15 s; a member whose process died closes it at once. So a member that
+    answered once and whose connection is up misses up to HEALTH_MISSES - 1 checks in a row; one whose connection is
+    down, or that never answered, is unhealthy as exo has it."""
+    handle_class = module.GRPCPeerHandle
+    exos_health_check = handle_class.health_check
+
+    async def health_check(self):
+        misses = getattr(self, "gpufleet_misses", None)  # None: it never answered
+        if await exos_health_check(self):
+            self.gpufleet_misses = 0
+            return True
+        if misses is None or not await self.is_connected():
+            return False
+        self.gpufleet_misses = misses + 1
+        if self.gpufleet_misses == 1 or self.gpufleet_misses == HEALTH_MISSES:
+            say("ring member %s missed its health check %s; its connection is up%s"
+                % (self.id(), "once" if self.gpufleet_misses == 1 else "%d times in a row" % self.gpufleet_misses,
+                   ", so it stays" if self.gpufleet_misses < HEALTH_MISSES else ": it leaves the ring"))
+        return self.gpufleet_misses < HEALTH_MISSES
+
+    handle_class.health_check = health_check
+
+
 def patch_chatgpt_api(module):
     """ChatGPTAPI: a chat completion whose ring breaks ends at once, with the reason, instead of at the API's timeout."""
     api_class, web = module.ChatGPTAPI, module.web
@@ -732,6 +767,8 @@ PATCHES = {
         {"d0498756e39b7f132a127eb7561394c20086ec229a1430a733520fe38b8c4d73": "exo e4238f9ef"},
         patch_device_capabilities),
     "exo.orchestration.node": ({"c94cf0d1b31b654789398ca2d6e3a976bbe8c62792c9b3b3c1083a8db48f5b25": "exo e4238f9ef"}, patch_node),
+    "exo.networking.grpc.grpc_peer_handle": (
+        {"70c38635158d804b8c2af2de66c355fb3b4bc7e37e46dcc80dba1ea4948ab938": "exo e4238f9ef"}, patch_peer_handle),
     "exo.api.chatgpt_api": ({"ac7416fe37f509fbedddab63f2e7bea828e6ab372bd9e1e29fb98f0dd5332b8e": "exo e4238f9ef"}, patch_api),
     "exo.download.new_shard_download": (
         {"1542ed63c4fa687f62ae8d5376c1e7310cbb023d6b2721b52d6eaa001364094d": "exo e4238f9ef"}, patch_downloads),

@@ -604,3 +604,60 @@ def test_the_metrics_are_prometheus_text_labelled_with_the_node():
     assert samples[("gpufleet_exo_requests_total", "refused")] == ('gf-a-"cpu"', 3)
     assert samples[("gpufleet_exo_requests_limit", None)] == ('gf-a-"cpu"', 2)
     assert samples[("gpufleet_exo_first_token_seconds_bucket", "+Inf")] == ('gf-a-"cpu"', 0)
+
+
+# GRPCPeerHandle.health_check as exo's manual discovery calls it every 5 s: answered in time or not, and the state of
+# the handle's gRPC connection at that moment.
+class Handle(object):
+    def __init__(self, answers):
+        self.answers = list(answers)  # (answered in time, connection up) per check
+
+    def id(self):
+        return "gf-b-cpu"
+
+    async def health_check(self):
+        self.up = self.answers[0][1]
+        return self.answers.pop(0)[0]
+
+    async def is_connected(self):
+        return self.up
+
+
+def checks(answers):
+    """What the patched health check says at each of these checks."""
+    module = type(sys)("fake_peer_handle")
+    module.GRPCPeerHandle = type("GRPCPeerHandle", (Handle,), {})
+    patches.patch_peer_handle(module)
+    handle = module.GRPCPeerHandle(answers)
+
+    async def scenario():
+        return [await handle.health_check() for dummy in range(len(answers))]
+    return asyncio.run(scenario())
+
+
+LATE, DOWN, ANSWERED = (False, True), (False, False), (True, True)
+
+
+@pytest.mark.parametrize("answers, expected", [
+    # busy loading a model: its connection is up, it stays, then answers again
+    ([ANSWERED, LATE, LATE, ANSWERED], [True, True, True, True]),
+    # its process died or froze: its connection went down
+    ([ANSWERED, DOWN], [True, False]),
+    # a member that never answered is not taken on trust
+    ([LATE, ANSWERED], [False, True]),
+    # up but silent for too long: the twelfth late check in a row lets it go
+    ([ANSWERED] + [LATE] * patches.HEALTH_MISSES, [True] + [True] * (patches.HEALTH_MISSES - 1) + [False]),
+    # an answer starts the count again
+    ([ANSWERED] + [LATE] * (patches.HEALTH_MISSES - 1) + [ANSWERED] + [LATE] * (patches.HEALTH_MISSES - 1),
+     [True] * (2 * patches.HEALTH_MISSES)),
+])
+def test_a_member_whose_connection_is_up_stays_through_late_health_checks(answers, expected, capsys):
+    assert checks(answers) == expected
+    said = capsys.readouterr().err
+    if LATE in answers[1:2]:
+        assert "gpufleet.exo: ring member gf-b-cpu missed its health check once; its connection is up, so it stays" in said
+
+
+def test_the_health_check_patch_is_written_against_exos_source():
+    known, patch = patches.PATCHES["exo.networking.grpc.grpc_peer_handle"]
+    assert patch is patches.patch_peer_handle and list(known.values()) == ["exo e4238f9ef"]
