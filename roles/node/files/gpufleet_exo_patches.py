@@ -203,10 +203,11 @@ def patch_peer_handle(module):
         if misses is None or not await self.is_connected():
             return False
         self.gpufleet_misses = misses + 1
-        if self.gpufleet_misses == 1 or self.gpufleet_misses == HEALTH_MISSES:
-            say("ring member %s missed its health check %s; its connection is up%s"
-                % (self.id(), "once" if self.gpufleet_misses == 1 else "%d times in a row" % self.gpufleet_misses,
-                   ", so it stays" if self.gpufleet_misses < HEALTH_MISSES else ": it leaves the ring"))
+        if self.gpufleet_misses == 1:
+            say("ring member %s missed its health check once; its connection is up, so it stays" % self.id())
+        elif self.gpufleet_misses == HEALTH_MISSES:
+            say("ring member %s missed its health check %d times in a row; its connection is up: it leaves the ring"
+                % (self.id(), HEALTH_MISSES))
         return self.gpufleet_misses < HEALTH_MISSES
 
     handle_class.health_check = health_check

@@ -656,6 +656,9 @@ def test_a_member_whose_connection_is_up_stays_through_late_health_checks(answer
     said = capsys.readouterr().err
     if LATE in answers[1:2]:
         assert "gpufleet.exo: ring member gf-b-cpu missed its health check once; its connection is up, so it stays" in said
+    if answers[-1] == LATE and expected[-1] is False:
+        assert ("gpufleet.exo: ring member gf-b-cpu missed its health check %d times in a row; its connection is up: "
+                "it leaves the ring" % patches.HEALTH_MISSES) in said
 
 
 def test_the_health_check_patch_is_written_against_exos_source():
