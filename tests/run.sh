@@ -16,6 +16,8 @@ print_stage_times() {
   for line in "${stage_times[@]}"; do echo "$line"; done
   # Each scenario's own time, the molecule stage's lanes side by side.
   [ ! -f .build/molecule/times ] || cat .build/molecule/times
+  # The stages that ran beside serve (run_beside), each one's own time.
+  [ ! -f .build/beside.times ] || cat .build/beside.times
   [ -z "$stage_now" ] || printf '%-12s %d (failed)\n' "$stage_now" $((SECONDS - stage_start))
   [ ! -f .build/containers/ahead.seconds ] \
     || printf '%-12s %s (beside the stages before molecule)\n' images "$(cat .build/containers/ahead.seconds)"
@@ -176,8 +178,21 @@ destroy() {
   return "$failed"
 }
 
+# run_beside: the stages of $beside one after the other, in this shell's errexit (run in a background
+# subshell: a stage called in a condition would not stop at its first failure). Each one's time goes
+# to the stage table.
+run_beside() {
+  local suite started
+  for suite in "${beside[@]}"; do
+    echo "=== $suite (beside serve)"
+    started=$SECONDS
+    "run_$suite"
+    printf '%-12s %d (beside serve)\n' "$suite" $((SECONDS - started)) >>.build/beside.times
+  done
+}
+
 run_molecule() {
-  local spec pids=() failed=0 pid scenarios
+  local spec pids=() failed=0 pid scenarios beside_pid=""
   tests/containers/setup.sh
   # shellcheck source=tests/containers/env.sh
   . tests/containers/env.sh
@@ -189,9 +204,26 @@ run_molecule() {
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   read -ra scenarios <<<"${LANES[*]}"
   destroy "${scenarios[@]}" || failed=1
-  [ "$failed" -eq 0 ] || return 1
+  if [ "$failed" -ne 0 ]; then
+    [ ${#beside[@]} -eq 0 ] || echo "=== not run, the scenarios before serve having failed: ${beside[*]}"
+    return 1
+  fi
+  if [ ${#beside[@]} -gt 0 ]; then
+    echo "=== ${beside[*]}: beside serve (.build/beside.log, shown when they end)"
+    (set -e; run_beside) >.build/beside.log 2>&1 &
+    beside_pid=$!
+  fi
   lane "${ALONE[@]}" || failed=1
   destroy "${ALONE[@]}" || failed=1
+  if [ -n "$beside_pid" ]; then
+    if wait "$beside_pid"; then
+      cat .build/beside.log
+    else
+      tail -n 300 .build/beside.log
+      echo "=== FAILED beside serve: $(grep '^=== ' .build/beside.log | tail -n 1 | cut -c5-) (the whole log: .build/beside.log)"
+      failed=1
+    fi
+  fi
   return "$failed"
 }
 
@@ -212,14 +244,26 @@ release_venv() {
     return 0
   fi
   marker=$venv/.installed-$(cat requirements.txt requirements-hosts.txt tests/requirements.txt | sha256sum | cut -c1-16)
-  if [ ! -e "$marker" ]; then
-    rm -rf "$venv"
-    .venv/bin/python -m venv "$venv"
-    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "ansible-core==$release.*" \
-      -r requirements.txt -r requirements-hosts.txt -r tests/requirements.txt >&2
-    touch "$marker"
-  fi
+  mkdir -p .build/matrix
+  # One maker at a time: venvs_ahead may be making it already, and a second would remove its work.
+  (
+    flock 9
+    if [ ! -e "$marker" ]; then
+      rm -rf "$venv"
+      .venv/bin/python -m venv "$venv"
+      "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "ansible-core==$release.*" \
+        -r requirements.txt -r requirements-hosts.txt -r tests/requirements.txt >&2
+      touch "$marker"
+    fi
+  ) 9>"$venv.lock"
   echo "$venv"
+}
+
+# The releases' virtualenvs, made beside the stages before the matrix's: pip mostly waits on the
+# network and the disk. A failure here only shows in its log: run_matrix makes what is missing itself.
+venvs_ahead() {
+  local entry
+  for entry in "${RELEASES[@]}"; do release_venv "${entry%%:*}" >/dev/null || true; done
 }
 
 host_python() {
@@ -242,6 +286,9 @@ facts_play() {
   grep -Eq 'localhost +: ok=[0-9]+ +changed=[0-9]+ +unreachable=0 +failed=0 ' "$log" \
     || { echo "matrix: ansible-core $release: playbooks/facts.yml did not end cleanly on $python ($log)" >&2; return 1; }
 }
+
+# planned SUITE: whether this call runs that suite, in its turn or beside serve.
+planned() { [[ " ${suites[*]} ${beside[*]} " == *" $1 "* ]]; }
 
 # Per release: the unit tests and the playbooks' syntax; on the oldest and the newest, ansible-test
 # sanity and the probe play with the managed hosts' oldest and newest Python. The release .venv holds
@@ -278,10 +325,10 @@ run_matrix() {
       run_sanity >"$sanity_log" 2>&1 &
       sanity_pid=$!
     elif { [ "$release" = "$oldest" ] || [ "$release" = "$newest" ]; } \
-        && { [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" sanity "* ]]; }; then
+        && { [ "$venv" != .venv ] || ! planned sanity; }; then
       run_sanity
     fi
-    if [ "$venv" != .venv ] || ! [[ " ${suites[*]} " == *" unit "* ]]; then run_unit; fi
+    if [ "$venv" != .venv ] || ! planned unit; then run_unit; fi
     ansible-playbook --syntax-check site.yml playbooks/facts.yml >/dev/null
     if [ "$release" = "$oldest" ] || [ "$release" = "$newest" ]; then
       facts_play "$release" "$PWD/$venv/bin/python"
@@ -319,11 +366,27 @@ suites=("$@")
 if [ ${#suites[@]} -eq 0 ] || [ "${suites[0]}" = all ]; then
   suites=(unit sanity matrix lint integration site molecule)
 fi
+# With the molecule stage, these stages run beside its last scenario, serve (run_beside): serve's ring
+# computes on one core at a time and left the other idle for its eight minutes, and each of these is
+# mostly one process too (ansible-test's pylint, ansible-lint). They keep their order.
+BESIDE_SERVE=(sanity matrix lint)
+beside=()
+if [[ " ${suites[*]} " == *" molecule "* ]]; then
+  kept=()
+  for suite in "${suites[@]}"; do
+    if [[ " ${BESIDE_SERVE[*]} " == *" $suite "* ]]; then beside+=("$suite"); else kept+=("$suite"); fi
+  done
+  suites=("${kept[@]}")
+fi
 # The molecule stage's images are minutes of debootstrap, mostly waiting on the mirror and the disk:
 # when stages run before molecule, they are built beside them. podman and debootstrap are installed
 # first, in the foreground, while nothing else uses apt (debootstrap's dpkg is the image's own).
 # A failed build here only shows in its log: the molecule stage builds what is missing itself.
-rm -f .build/containers/ahead.seconds .build/molecule/times
+rm -f .build/containers/ahead.seconds .build/molecule/times .build/beside.times
+if planned matrix; then
+  mkdir -p .build/matrix
+  venvs_ahead >.build/matrix/ahead.log 2>&1 &
+fi
 if [[ " ${suites[*]} " == *" molecule "* ]] && [ "${suites[0]}" != molecule ]; then
   echo "=== podman"
   stage_begin podman
