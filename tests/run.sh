@@ -368,8 +368,9 @@ if [ ${#suites[@]} -eq 0 ] || [ "${suites[0]}" = all ]; then
 fi
 # With the molecule stage, these stages run beside its last scenario, serve (run_beside): serve's ring
 # computes on one core at a time and left the other idle for its eight minutes, and each of these is
-# mostly one process too (ansible-test's pylint, ansible-lint). They keep their order.
-BESIDE_SERVE=(sanity matrix lint)
+# mostly one process too (ansible-test's pylint, ansible-lint) or waits on apt and pip (the main job,
+# which changes this machine, not the scenario's containers). They keep their order.
+BESIDE_SERVE=(sanity matrix lint site)
 beside=()
 if [[ " ${suites[*]} " == *" molecule "* ]]; then
   kept=()
