@@ -62,15 +62,48 @@ attributes:
 """
 
 EXAMPLES = r"""
-- name: Put exo's API behind nginx with the role's templates
+# The node role's proxy is this with its own site (exo_node_api_proxy); a small site of its own here,
+# beside any other, answering only with the token.
+- name: Put a site behind a token with nginx
   gpufleet.exo.exo_proxy:
-    site: "{{ lookup('ansible.builtin.template', 'proxy.conf.j2') }}"
-    tokens: "{{ lookup('ansible.builtin.template', 'proxy-tokens.j2') }}"
+    site: |
+      map $http_authorization $gpufleet_exo_example_token_ok {
+          default 0;
+          include /etc/nginx/gpufleet-exo-example/tokens;
+      }
+      server {
+          listen 127.0.0.1:8480;
+          location / {
+              if ($gpufleet_exo_example_token_ok = 0) {
+                  return 401;
+              }
+              return 200 "through\n";
+          }
+      }
+    tokens: |
+      "Bearer example-token-0123456789abcdef" 1;
+    site_path: /etc/nginx/conf.d/gpufleet-exo-example.conf
+    tokens_path: /etc/nginx/gpufleet-exo-example/tokens
     systemd_running: "{{ ansible_facts['service_mgr'] == 'systemd' }}"
+  register: example_proxy
+
+# nginx loads the new site in the background after its reload.
+- name: Ask through it, with the token
+  ansible.builtin.uri:
+    url: http://127.0.0.1:8480/
+    headers:
+      Authorization: Bearer example-token-0123456789abcdef
+    return_content: true
+  register: example_answer
+  until: example_answer.status == 200
+  retries: 10
+  delay: 1
 
 - name: Remove it
   gpufleet.exo.exo_proxy:
     state: absent
+    site_path: /etc/nginx/conf.d/gpufleet-exo-example.conf
+    tokens_path: /etc/nginx/gpufleet-exo-example/tokens
 """
 
 RETURN = r"""
