@@ -34,7 +34,7 @@ bench-fleet:
 
 # site.yml in check mode over 1 and 10 simulated hosts in rings of up to 8 (an inventory group each)
 # against Ansible's floor, then its planners over 1,000 and 10,000 hosts in rings of 8 in-process;
-# about thirteen minutes on two busy cores (ARGS=--sizes 1,10,100 for more).
+# about ten minutes on two busy cores (ARGS=--sizes 1,10,100 for more).
 bench-site:
 	@scripts/bootstrap.sh
 	.venv/bin/python benchmarks/fleet_site.py $(ARGS)

@@ -10,8 +10,8 @@
     benchmarks/fleet_site.py --no-site                            the planners alone
     benchmarks/fleet_site.py --no-site --one-ring 1000            and one ring of 1,000, for comparison
 
-The defaults take about thirteen minutes on two busy cores: each site.yml run on 10 hosts two and
-a half, the planners five, of which the report's page for 10,000 hosts three. --sizes 100 is ten times
+The defaults take about ten minutes on two busy cores: each site.yml run on 10 hosts two and a
+half, the planners two and a half, of which the report's page for 10,000 hosts one and a half. --sizes 100 is ten times
 the 10 hosts' runs. --no-site and --no-planners leave a part out.
 
 The fleet is several rings, each an inventory group as docs/node.md ("Rings") has them: ring_00,

@@ -45,16 +45,17 @@ def _row_height(rows):
 
 
 def _matplotlib():
-    """matplotlib and its Figure, imported when a page is drawn, not with this file: the import takes
-    about half a second, and ansible-core loads every filter file of the collection to find any one of
+    """matplotlib, its Figure and PolyCollection, imported when a page is drawn, not with this file: the
+    import takes about half a second, and ansible-core loads every filter file of the collection to find any one of
     its filters, in each task's worker."""
     try:
         import matplotlib  # pylint: disable=import-outside-toplevel
+        from matplotlib.collections import PolyCollection  # pylint: disable=import-outside-toplevel
         from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
     except ImportError as problem:  # the playbook says what to install, instead of a traceback
         raise MissingLibrary("the fleet report needs matplotlib on the controller (%s); install it with "
                              "pip install -r requirements.txt, or scripts/bootstrap.sh" % problem)
-    return matplotlib, Figure
+    return matplotlib, Figure, PolyCollection
 
 
 # Host and model names are shown as given: matplotlib would read "$...$" in one as math.
@@ -63,12 +64,18 @@ RC = {"svg.fonttype": "none", "svg.hashsalt": "gpufleet-exo", "text.parse_math":
 
 def plot_svg(report):
     """The plot as SVG markup: each model's need against the fleet, and each host's instances against their shares."""
-    matplotlib, Figure = _matplotlib()  # pylint: disable=invalid-name
+    matplotlib, Figure, PolyCollection = _matplotlib()  # pylint: disable=invalid-name
     with matplotlib.rc_context(RC):
-        return _draw(report, Figure)
+        return _draw(report, Figure, PolyCollection)
 
 
-def _draw(report, Figure):  # pylint: disable=invalid-name
+def _bar(position, left, width, height):
+    """The corners of a horizontal bar at row position, as barh draws one (centred on the row)."""
+    low, high = position - height / 2.0, position + height / 2.0
+    return [(left, low), (left + width, low), (left + width, high), (left, high)]
+
+
+def _draw(report, Figure, PolyCollection):  # pylint: disable=invalid-name
     models = report["models"]
     hosts = [h for h in report["hosts"] if h["instances"]]
     rows = max(len(hosts), 1)
@@ -84,15 +91,26 @@ def _draw(report, Figure):  # pylint: disable=invalid-name
     top.set_title("Models of exo's model cards for the tinygrad engine")
     top.legend(loc="lower right")
     # Each host is a bar of its instances, one segment each; the markers are the host's part of a model.
+    # The bars are two collections, not a patch each: barh's patches cost the page most of its time, and
+    # more per host the more hosts there are.
     positions = list(range(len(hosts)))
-    left = [0.0] * len(hosts)
-    for slot in range(max([len(h["instances"]) for h in hosts] or [0])):
-        widths = [h["instances"][slot]["memory_mib"] / GIB if slot < len(h["instances"]) else 0 for h in hosts]
-        bottom.barh(positions, widths, left=left, color=COLOURS["memory"], edgecolor="white",
-                    label="memory exo sees, one segment per instance" if slot == 0 else None)
-        left = [x + w for x, w in zip(left, widths)]
-    bottom.barh(positions, [sum(i["memory_mib"] for i in h["instances"]) * (1 - report["headroom"]) / GIB
-                            for h in hosts], height=0.25, color=COLOURS["usable"], label="less headroom")
+    segments, usable_bars = [], []
+    for position, host in zip(positions, hosts):
+        left = 0.0
+        for instance in host["instances"]:
+            width = instance["memory_mib"] / GIB
+            segments.append(_bar(position, left, width, 0.8))
+            left += width
+        usable_bars.append(_bar(position, 0.0, sum(i["memory_mib"] for i in host["instances"])
+                                * (1 - report["headroom"]) / GIB, 0.25))
+    for bars, colours in ((segments, {"facecolors": COLOURS["memory"], "edgecolors": "white",
+                                      "label": "memory exo sees, one segment per instance"}),
+                          (usable_bars, {"facecolors": COLOURS["usable"], "edgecolors": "none",
+                                         "label": "less headroom"})):
+        collection = PolyCollection(bars, **colours)
+        collection.sticky_edges.x.append(0)  # as barh's: the bars start at the axis, with no margin before 0
+        bottom.add_collection(collection)
+    bottom.autoscale_view()
     by_set = {}
     for model in models:
         by_set.setdefault(model["parameter_set"], model)
