@@ -46,8 +46,8 @@ def _row_height(rows):
 
 def _matplotlib():
     """matplotlib, its Figure and PolyCollection, imported when a page is drawn, not with this file: the
-    import takes about half a second, and ansible-core loads every filter file of the collection to find any one of
-    its filters, in each task's worker."""
+    import takes about half a second, and ansible-core loads every filter file of the collection to find
+    any one of its filters, in each task's worker."""
     try:
         import matplotlib  # pylint: disable=import-outside-toplevel
         from matplotlib.collections import PolyCollection  # pylint: disable=import-outside-toplevel
@@ -101,13 +101,12 @@ def _draw(report, Figure, PolyCollection):  # pylint: disable=invalid-name
             width = instance["memory_mib"] / GIB
             segments.append(_bar(position, left, width, 0.8))
             left += width
-        usable_bars.append(_bar(position, 0.0, sum(i["memory_mib"] for i in host["instances"])
-                                * (1 - report["headroom"]) / GIB, 0.25))
-    for bars, colours in ((segments, {"facecolors": COLOURS["memory"], "edgecolors": "white",
-                                      "label": "memory exo sees, one segment per instance"}),
-                          (usable_bars, {"facecolors": COLOURS["usable"], "edgecolors": "none",
-                                         "label": "less headroom"})):
-        collection = PolyCollection(bars, **colours)
+        usable_bars.append(_bar(position, 0.0, left * (1 - report["headroom"]), 0.25))
+    for bars, style in ((segments, {"facecolors": COLOURS["memory"], "edgecolors": "white",
+                                    "label": "memory exo sees, one segment per instance"}),
+                        (usable_bars, {"facecolors": COLOURS["usable"], "edgecolors": "none",
+                                       "label": "less headroom"})):
+        collection = PolyCollection(bars, **style)
         collection.sticky_edges.x.append(0)  # as barh's: the bars start at the axis, with no margin before 0
         bottom.add_collection(collection)
     bottom.autoscale_view()
