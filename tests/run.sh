@@ -372,7 +372,7 @@ fi
 # which changes this machine, not the scenario's containers). They keep their order.
 BESIDE_SERVE=(sanity matrix lint site)
 beside=()
-if [[ " ${suites[*]} " == *" molecule "* ]]; then
+if planned molecule; then
   kept=()
   for suite in "${suites[@]}"; do
     if [[ " ${BESIDE_SERVE[*]} " == *" $suite "* ]]; then beside+=("$suite"); else kept+=("$suite"); fi
@@ -388,7 +388,7 @@ if planned matrix; then
   mkdir -p .build/matrix
   venvs_ahead >.build/matrix/ahead.log 2>&1 &
 fi
-if [[ " ${suites[*]} " == *" molecule "* ]] && [ "${suites[0]}" != molecule ]; then
+if planned molecule && [ "${suites[0]}" != molecule ]; then
   echo "=== podman"
   stage_begin podman
   tests/containers/setup.sh
