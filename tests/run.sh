@@ -22,6 +22,9 @@ print_stage_times() {
   [ ! -f .build/containers/ahead.seconds ] \
     || printf '%-12s %s (beside the stages before molecule)\n' images "$(cat .build/containers/ahead.seconds)"
   printf '%-12s %d\n' total "$SECONDS"
+  # Last, what failed, each in a line or two: CI keeps only the end of the output, and the logs of
+  # the stages that ran beside serve are shown after serve's failure.
+  [ ! -s .build/failed.txt ] || { echo "=== what failed"; cat .build/failed.txt; }
 }
 trap print_stage_times EXIT
 # stage_begin NAME, stage_end: what the table says of one stage.
@@ -119,6 +122,8 @@ scenario() {
     python tests/ansible_log.py failures "$log"
     journals "$1" "$2"
     echo "--- molecule ${1##*/} $2: FAILED after $((SECONDS - started)) s; the whole log: ${log#"$PWD"/}"
+    { echo "molecule ${1##*/}:$2 after $((SECONDS - started)) s (${log#"$PWD"/}), its last failure:"
+      python tests/ansible_log.py failures "$log" | tail -n 1 | cut -c1-1500; } >>.build/failed.txt
     return 1
   fi
   python tests/ansible_log.py deprecations "$log" || { echo "--- molecule ${1##*/} $2: FAILED on a deprecation warning"; return 1; }
@@ -220,7 +225,8 @@ run_molecule() {
       cat .build/beside.log
     else
       tail -n 300 .build/beside.log
-      echo "=== FAILED beside serve: $(grep '^=== ' .build/beside.log | tail -n 1 | cut -c5-) (the whole log: .build/beside.log)"
+      echo "=== FAILED beside serve: $(grep '^=== ' .build/beside.log | tail -n 1 | cut -c5-) (the whole log: .build/beside.log)" \
+        | tee -a .build/failed.txt
       failed=1
     fi
   fi
@@ -383,7 +389,7 @@ fi
 # when stages run before molecule, they are built beside them. podman and debootstrap are installed
 # first, in the foreground, while nothing else uses apt (debootstrap's dpkg is the image's own).
 # A failed build here only shows in its log: the molecule stage builds what is missing itself.
-rm -f .build/containers/ahead.seconds .build/molecule/times .build/beside.times
+rm -f .build/containers/ahead.seconds .build/molecule/times .build/beside.times .build/failed.txt
 if planned matrix; then
   mkdir -p .build/matrix
   venvs_ahead >.build/matrix/ahead.log 2>&1 &
