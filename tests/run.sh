@@ -215,7 +215,9 @@ run_molecule() {
   fi
   if [ ${#beside[@]} -gt 0 ]; then
     echo "=== ${beside[*]}: beside serve (.build/beside.log, shown when they end)"
-    (set -e; run_beside) >.build/beside.log 2>&1 &
+    # At the lowest priority: they take what serve leaves idle, and serve's controller (its clients,
+    # the loops that catch a moment of exo's work) is not kept waiting behind them.
+    (set -e; renice -n 19 -p "$BASHPID" >/dev/null; run_beside) >.build/beside.log 2>&1 &
     beside_pid=$!
   fi
   lane "${ALONE[@]}" || failed=1
