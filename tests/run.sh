@@ -122,11 +122,12 @@ scenario() {
     python tests/ansible_log.py failures "$log"
     journals "$1" "$2"
     echo "--- molecule ${1##*/} $2: FAILED after $((SECONDS - started)) s; the whole log: ${log#"$PWD"/}"
-    { echo "molecule ${1##*/}:$2 after $((SECONDS - started)) s (${log#"$PWD"/}), its last failure:"
-      python tests/ansible_log.py failures "$log" | tail -n 1 | cut -c1-1500; } >>.build/failed.txt
+    echo "molecule ${1##*/}:$2 after $((SECONDS - started)) s (${log#"$PWD"/}): $(python tests/ansible_log.py failures "$log" | tail -n 1)" \
+      | cut -c1-1000 >>.build/failed.txt
     return 1
   fi
-  python tests/ansible_log.py deprecations "$log" || { echo "--- molecule ${1##*/} $2: FAILED on a deprecation warning"; return 1; }
+  python tests/ansible_log.py deprecations "$log" \
+    || { echo "--- molecule ${1##*/} $2: FAILED on a deprecation warning" | tee -a .build/failed.txt; return 1; }
   printf '%-12s %d\n' "  ${1##*/}:$2" $((SECONDS - started)) >>.build/molecule/times
   echo "--- molecule ${1##*/} $2: passed in $((SECONDS - started)) s"
 }
