@@ -10,7 +10,8 @@ or that names the collection, is the collection's own: each is printed and the e
 Others (ansible-core's, another collection's) are counted, not fatal: they are not ours to fix.
 
 python tests/ansible_log.py failures LOG: the last tasks that failed, and how, each on one line. The suite
-prints them last where a scenario failed: CI keeps only the end of its output.
+prints them where a scenario failed, and the last of them again after its stage table: CI keeps only the
+end of its output.
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type

@@ -112,17 +112,18 @@ journals() {
 # failed: the scenarios run side by side (run_molecule), so their output is not interleaved on screen.
 # Its containers are left for run_molecule to destroy.
 scenario() {
-  local log=$PWD/.build/molecule/${1##*/}-$2.log started=$SECONDS
+  local log=$PWD/.build/molecule/${1##*/}-$2.log started=$SECONDS failures
   mkdir -p .build/molecule
   echo "--- molecule ${1##*/} $2: started (${log#"$PWD"/})"
   # A wide terminal: molecule wraps ansible-playbook's lines to it, which would cut each failure into pieces.
   if ! (cd "$1" && COLUMNS=100000 molecule test -s "$2" --destroy never) >"$log" 2>&1; then
     tail -n 200 "$log"
     echo "--- molecule ${1##*/} $2: what failed"
-    python tests/ansible_log.py failures "$log"
+    failures=$(python tests/ansible_log.py failures "$log")
+    echo "$failures"
     journals "$1" "$2"
     echo "--- molecule ${1##*/} $2: FAILED after $((SECONDS - started)) s; the whole log: ${log#"$PWD"/}"
-    echo "molecule ${1##*/}:$2 after $((SECONDS - started)) s (${log#"$PWD"/}): $(python tests/ansible_log.py failures "$log" | tail -n 1)" \
+    echo "molecule ${1##*/}:$2 after $((SECONDS - started)) s (${log#"$PWD"/}): $(tail -n 1 <<<"$failures")" \
       | cut -c1-1000 >>.build/failed.txt
     return 1
   fi
