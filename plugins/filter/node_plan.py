@@ -73,9 +73,10 @@ def node_models(settings, instances, host, store=None, placed=None, free=None, v
 
 
 def node_outcome(instances, host, existing=None, devices=None, modprobe=None, units=None, changed=None,
-                 all_changed=False, templates=None, exo=None):
+                 all_changed=False, files=None, written=None, exo=None):
     return outcome.findings(instances, host, existing=existing or [], devices=devices, modprobe=modprobe,
-                            units=units, changed=changed, all_changed=all_changed, templates=templates, exo=exo)
+                            units=units, changed=changed, all_changed=all_changed, files=files, written=written,
+                            exo=exo)
 
 
 def node_python(facts, python, distribution_python, min_version, max_version):

@@ -2,7 +2,8 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The files of the node role's configure step: the directories it creates, the templates it writes
-and the paths it removes, as plain lists that one task each loops over.
+and the paths it removes, as plain lists that one task each hands to a module (gpufleet.exo.exo_files
+writes the directories and templates, each list in one call).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -27,7 +28,7 @@ def _dir(path, owner, group, mode="0750"):
 def layout(instances, removed, user, group, data_dir, config_dir, paths, firewall, discovery):
     """{"dirs", "data_dirs", "templates", "absent"} for the instances.
 
-    dirs are root's places, made with ansible.builtin.file; data_dirs are exo_node_data_dir and what
+    dirs are root's places, made with gpufleet.exo.exo_files; data_dirs are exo_node_data_dir and what
     exo writes below it (each instance's EXO_HOME and TMPDIR), made by gpufleet.exo.exo_data without
     following a link. The data directory itself is root's: exo writes only in its EXO_HOME
     (ReadWritePaths=), so no entry of the data directory, such as the models' copy that root writes

@@ -49,26 +49,35 @@ def exposures(security):
     return dict((u["name"], u["exposure"]) for u in _units(security) if u.get("exposure"))
 
 
-def written(templates):
-    """{what: changed} of the registered template loop over node_files' templates, and "reload": whether
-    systemd must read its units again."""
+def _written_files(files, written):
+    """The entries of files (node_files' templates) that the registered results of gpufleet.exo.exo_files
+    (written, a list of them) wrote or changed."""
+    paths = set(path for result in written or [] for path in (result or {}).get("written") or [])
+    return [entry for entry in files or [] if entry["dest"] in paths]
+
+
+def kinds_written(files, results):
+    """{what: changed} of node_files' templates (files), from what gpufleet.exo.exo_files wrote of them
+    (results: its registered results), and "reload": whether systemd must read its units again."""
     changed = dict((what, False) for what in ("unit", "env", "dropin", "limits", "topology", "firewall", "firewall_unit"))
-    for result in _results(templates):
-        if result.get("changed") and _item(result).get("what") in changed:
-            changed[_item(result)["what"]] = True
+    for entry in _written_files(files, results):
+        if entry["what"] in changed:
+            changed[entry["what"]] = True
     changed["reload"] = any(changed[what] for what in UNIT_FILES)
     return changed
 
 
-def restarts(instances, existing, changed, all_changed=False, started=None):
+def restarts(instances, existing, changed, all_changed=False, started=None, files=None, written=None):
     """The instances to restart, in the plan's order.
 
-    changed: the registered loops that wrote the instances' files (a list of them); each item names
-    the instances its change restarts ("instances", else its own "name"); all_changed: exo itself
-    changed. An instance new in this run is started, not restarted. Besides, an instance
-    still running with settings older than its files (a run that stopped before its handlers) is
-    restarted: started is exo_unit_check's answer with its started check (when each instance last
-    started, and the newest modification time of its files).
+    changed: the registered loops that wrote the instances' files (a list of them: the model links);
+    each item names the instances its change restarts ("instances", else its own "name"). files and
+    written: node_files' templates and what gpufleet.exo.exo_files wrote of them (its registered
+    results), each file naming the instances its change restarts. all_changed: exo itself changed.
+    An instance new in this run is started, not restarted. Besides, an instance still running with
+    settings older than its files (a run that stopped before its handlers) is restarted: started is
+    exo_unit_check's answer with its started check (when each instance last started, and the newest
+    modification time of its files).
     """
     names = [i["name"] for i in instances]
     if all_changed:
@@ -78,6 +87,7 @@ def restarts(instances, existing, changed, all_changed=False, started=None):
         # instance's own.
         touched = set(name for loop in changed or [] for r in _results(loop) if r.get("changed")
                       for name in _item(r).get("instances", [_item(r).get("name")]))
+        touched.update(name for entry in _written_files(files, written) for name in entry["instances"])
     wanted = set(name for name in touched if name in existing)
     wanted.update(u["name"] for u in _units(started)
                   if u.get("started") is not None and u.get("modified") is not None and u["modified"] > u["started"])
@@ -95,14 +105,15 @@ def unpatched_note(exo):
 
 
 def findings(instances, host, existing=(), devices=None, modprobe=None, units=None, changed=None,
-             all_changed=False, templates=None, exo=None):
+             all_changed=False, files=None, written=None, exo=None):
     """What the configure step found, from what its tasks registered (each argument may be left out).
 
     units: exo_unit_check's answer; its security check gives each exposure, its started check the
     instances running on settings older than their files.
 
-    templates: the registered template loop over node_files' templates, for "written". The template
-    unit's entry there names every instance, so its change restarts every instance that ran.
+    files and written: node_files' templates and the registered results of gpufleet.exo.exo_files that
+    wrote them, for "written" and "restart". The template unit's entry names every instance, so its change
+    restarts every instance that ran.
 
     exo: gpufleet.exo.exo_venv's result, for "unpatched" (unpatched_note()).
     """
@@ -113,7 +124,8 @@ def findings(instances, host, existing=(), devices=None, modprobe=None, units=No
         "modprobe_needed": any(path.startswith("/dev/nvidia-uvm") for path in missing),
         "devices_note": devices_note(host, missing, modprobe),
         "exposure": exposures(units),
-        "written": written(templates),
-        "restart": restarts(instances, existing, changed, all_changed=all_changed, started=units),
+        "written": kinds_written(files, written),
+        "restart": restarts(instances, existing, changed, all_changed=all_changed, started=units, files=files,
+                            written=written),
         "unpatched": unpatched_note(exo),
     }

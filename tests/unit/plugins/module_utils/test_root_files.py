@@ -1,12 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The writers exo_proxy and exo_service hand to their steps (plugins/module_utils/_root_files.py), over a
-module that answers as AnsibleModule does for a user who may not change owners: owners are recorded."""
+"""The writers exo_files, exo_proxy and exo_service hand to their steps (plugins/module_utils/_root_files.py), over a
+module that answers as AnsibleModule does for a user who may not change owners: owners and groups are recorded."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import shlex
+import subprocess
+import sys
 
 import pytest
 
@@ -17,14 +20,22 @@ class Module:
     """AnsibleModule's part the writers use; set_owner/group record the path and change nothing."""
 
     def __init__(self, check_mode):
-        self.check_mode, self.owned = check_mode, []
+        self.check_mode, self.owned, self.grouped = check_mode, [], []
 
     def set_owner_if_different(self, path, owner, changed):
         self.owned.append((path, owner))
         return changed
 
     def set_group_if_different(self, path, group, changed):
+        self.grouped.append((path, group))
         return changed
+
+    @staticmethod
+    def run_command(command):
+        """A validate command, run as AnsibleModule runs a string: split, no shell."""
+        proc = subprocess.run(shlex.split(command), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, check=False)
+        return proc.returncode, proc.stdout, proc.stderr
 
     def set_mode_if_different(self, path, mode, changed):
         if (os.stat(path).st_mode & 0o7777) == int(mode, 8):
@@ -80,6 +91,51 @@ def test_a_directory_is_made_roots_only_where_asked(tmp_path, own):
     module = Module(False)
     root_files.writers(module)["directory"](str(tmp_path / "d"), "0755", own=own)
     assert module.owned == ([(str(tmp_path / "d"), "root")] if own else [])
+
+
+JSON_CHECK = "%s -m json.tool %%s" % sys.executable
+
+
+def test_a_file_its_check_refuses_is_not_written_and_the_refusal_says_where_and_why(tmp_path):
+    path = tmp_path / "topology.json"
+    path.write_text('{"peers": {}}\n')
+    put = writers(False)["put"]
+    with pytest.raises(root_files.Invalid) as refusal:
+        put(str(path), '{"peers": ', "0640", validate=JSON_CHECK)
+    message = str(refusal.value)
+    assert message.startswith("%s: %s -m json.tool %s/tmp" % (path, sys.executable, tmp_path)), message
+    assert "refused it (rc 1): Expecting" in message, message
+    assert path.read_text() == '{"peers": {}}\n' and os.listdir(str(tmp_path)) == ["topology.json"]
+    # The text it accepts is written.
+    assert put(str(path), '{"peers": {"a": {}}}\n', "0640", validate=JSON_CHECK)
+    assert path.read_text() == '{"peers": {"a": {}}}\n'
+
+
+def test_write_all_makes_the_directories_then_writes_the_files_and_shows_each_text_that_changed(tmp_path):
+    module = Module(False)
+    conf, unit = tmp_path / "etc" / "exo", tmp_path / "exo@.service"
+    unit.write_text("[Unit]\n")
+    os.chmod(str(unit), 0o644)
+    directories = [{"path": str(conf), "group": "exo", "mode": "0750", "owner": "root"}]
+    entries = [{"dest": str(unit), "content": "[Unit]\n", "what": "unit"},
+               {"dest": str(conf / "a.env"), "content": "A=1\n", "group": "exo", "mode": "0640", "instances": ["a"]}]
+    result = root_files.write_all(directories, entries, root_files.writers(module), diff=True)
+    assert result == {"changed": True, "written": [str(conf), str(conf / "a.env")],
+                      "diff": [{"before": "", "after": "A=1\n", "before_header": str(conf / "a.env"),
+                                "after_header": str(conf / "a.env")}]}
+    assert (conf / "a.env").read_text() == "A=1\n" and oct(os.stat(str(conf / "a.env")).st_mode & 0o777) == "0o640"
+    assert oct(os.stat(str(conf)).st_mode & 0o777) == "0o750"
+    assert (str(conf), "exo") in module.grouped and (str(unit), "root") in module.grouped
+    # Again: nothing to make or write, nothing shown.
+    again = root_files.write_all(directories, entries, root_files.writers(Module(False)), diff=True)
+    assert again == {"changed": False, "written": [], "diff": []}
+
+
+def test_write_all_in_check_mode_says_what_it_would_write_and_writes_nothing(tmp_path):
+    entries = [{"dest": str(tmp_path / "new" / "a.conf"), "content": "x\n"}]
+    result = root_files.write_all([{"path": str(tmp_path / "new")}], entries, root_files.writers(Module(True)), diff=False)
+    assert result == {"changed": True, "written": [str(tmp_path / "new"), str(tmp_path / "new" / "a.conf")], "diff": []}
+    assert not os.path.exists(str(tmp_path / "new"))
 
 
 class Answering(Module):

@@ -38,22 +38,34 @@ def test_the_templates_of_node_files_restart_the_instances_they_name_and_say_wha
     layout = files.layout(instances, [], "exo", "exo", "/var/lib/exo", "/etc/exo", PATHS, True, "manual")
 
     def written(*changed):
-        return {"results": [{"__file": t, "ansible_loop_var": "__file", "changed": t["dest"] in changed}
-                            for t in layout["templates"]]}
+        """gpufleet.exo.exo_files' registered results over the templates: the env files in a call of their own."""
+        return [{"written": [t["dest"] for t in layout["templates"] if t["dest"] in changed and t["what"] != "env"]},
+                {"written": [t["dest"] for t in layout["templates"] if t["dest"] in changed and t["what"] == "env"]}]
+
+    def restarts(*changed):
+        return outcome.restarts(instances, before, [], files=layout["templates"], written=written(*changed))
+
+    def kinds(*changed):
+        return outcome.kinds_written(layout["templates"], written(*changed))
     before = names[:3]
     dropin = "/etc/systemd/system/exo@%s.service.d/10-gpufleet.conf" % names[1]
-    assert outcome.restarts(instances, before, [written(dropin, "/etc/exo/topology.json")]) == [names[1]]
-    assert outcome.written(written(dropin))["reload"] and not outcome.written(written(dropin))["env"]
+    assert restarts(dropin, "/etc/exo/topology.json") == [names[1]]
+    assert kinds(dropin)["reload"] and not kinds(dropin)["env"]
+    # An instance's env file (its arguments, exo_node_extra_env) restarts it, and needs no reload.
+    env = "/etc/exo/instances/%s.env" % names[2]
+    assert restarts(env) == [names[2]] and kinds(env)["env"] and not kinds(env)["reload"]
     # The template unit restarts every instance that ran before; the firewall's table none.
-    assert outcome.restarts(instances, before, [written("/etc/systemd/system/exo@.service")]) == before
-    assert outcome.restarts(instances, before, [written("/etc/exo/firewall.nft")]) == []
+    assert restarts("/etc/systemd/system/exo@.service") == before
+    assert restarts("/etc/exo/firewall.nft") == []
     # An instance's limits (a new peer, an instance more on the host) take effect at the reload alone.
     limits = "/etc/systemd/system/exo@%s.service.d/20-limits.conf" % names[1]
-    assert outcome.restarts(instances, before, [written(limits)]) == []
-    assert outcome.written(written(limits))["reload"]
-    table = outcome.written(written("/etc/exo/firewall.nft"))
+    assert restarts(limits) == []
+    assert kinds(limits)["reload"]
+    table = kinds("/etc/exo/firewall.nft")
     assert table["firewall"] and not table["reload"]
-    assert outcome.written({"skipped": True})["unit"] is False
+    # Skipped (check mode before the plan, a tag): nothing written.
+    assert outcome.kinds_written(layout["templates"], [{"skipped": True}])["unit"] is False
+    assert outcome.kinds_written(layout["templates"], None)["unit"] is False
 
 
 def test_a_new_model_link_restarts_the_instances_that_read_it(probed):
