@@ -4,7 +4,8 @@
 """Real exo e4238f9ef (installed from the wheelhouse as the node role installs it, as benchmarks/inference.py
 does) serving the synthetic BF16 llama-3.2-1b placed as the node role places it, with the environment the role's
 planner gives an instance whose models it placed (models.instance_env(): HF_HUB_OFFLINE and the models it serves)
-and HF_ENDPOINT pointed at a listener here that records every connection.
+and HF_ENDPOINT pointed at a listener here that records every connection. The model is at the small size of
+exo_instance.TINY_1B (exo's "1B" parameter set replaced in its process), so that its completion takes seconds.
 
 Asked for llama-3.2-3b, which was not placed, through each way in that loads a model (a chat completion, the
 tokenizer route, /download, and a peer's start_process_prompt status over gRPC, which makes exo fetch the shard
@@ -44,16 +45,6 @@ with open(os.path.join(REPO, "docs", "node.md")) as _handle:
 # The answer docs/node.md shows, verbatim.
 DOCUMENTED = json.loads(re.search(r"```json\n(.*?)\n```", _SECTION, re.S).group(1))
 REFUSAL = DOCUMENTED["detail"]
-# exo, with the collection's patches installed first where asked, as the .pth file installs them in the node's venv.
-RUN_EXO = """
-import sys
-if sys.argv.pop(1) == "patched":
-    sys.path.insert(0, sys.argv.pop(1))
-    import gpufleet_exo_patches
-    gpufleet_exo_patches.install()
-from exo.main import run
-run()
-"""
 # A peer of the ring telling the node that a request started on a shard of a model (exo's main.py,
 # preemptively_load_shard: the node fetches and loads its part of the shard named).
 START_PROCESS_PROMPT = """
@@ -115,6 +106,12 @@ def venv():
     return bench.exo_venv(directory, bench.python312(None))
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """The model store: llama-3.2-1b at the small size of exo_instance.TINY_1B."""
+    return exo_instance.tiny_store(str(tmp_path_factory.mktemp("tiny-store")))
+
+
 @pytest.fixture
 def listener():
     hub = Listener()
@@ -122,10 +119,9 @@ def listener():
     hub.close()
 
 
-def start_exo(venv, tmp_path, hub, patched):
+def start_exo(venv, store, tmp_path, hub, patched):
     """One exo instance with the synthetic model placed, HF_ENDPOINT at the listener; (process, API port, gRPC port, log)."""
-    command = [RUN_EXO, "patched", os.path.join(REPO, "roles", "node", "files")] if patched else [RUN_EXO, "as-is"]
-    return exo_instance.start(bench, venv, tmp_path, bench.model_store(None), hub.url, command)
+    return exo_instance.start(bench, venv, tmp_path, store, hub.url, exo_instance.run_exo("patched" if patched else "as-is"))
 
 
 def post(api, path, body):
@@ -163,8 +159,8 @@ def wait_for(condition, deadline=120):
     return condition()
 
 
-def test_a_model_that_was_not_placed_is_refused_and_never_looked_up(venv, tmp_path, listener):
-    process, api, grpc, log = start_exo(venv, tmp_path, listener, patched=True)
+def test_a_model_that_was_not_placed_is_refused_and_never_looked_up(venv, store, tmp_path, listener):
+    process, api, grpc, log = start_exo(venv, store, tmp_path, listener, patched=True)
     try:
         answers = ask_for_the_unplaced_model(venv, api, grpc)
         for path, (status, body) in answers.items():
@@ -182,10 +178,10 @@ def test_a_model_that_was_not_placed_is_refused_and_never_looked_up(venv, tmp_pa
         exo_instance.stop(process)
 
 
-def test_exo_as_it_ships_looks_the_model_up(venv, tmp_path, listener):
+def test_exo_as_it_ships_looks_the_model_up(venv, store, tmp_path, listener):
     """What the patch stops: in the same environment (HF_HUB_OFFLINE holds back transformers only), exo's own
     downloader asks HF_ENDPOINT for the model a peer's status or /download names."""
-    process, api, grpc, log = start_exo(venv, tmp_path, listener, patched=False)
+    process, api, grpc, log = start_exo(venv, store, tmp_path, listener, patched=False)
     try:
         answers = ask_for_the_unplaced_model(venv, api, grpc)
         status, body = answers["/download"]

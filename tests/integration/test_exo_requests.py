@@ -33,23 +33,19 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models
 from tests.helpers import REPO
 from tests.integration import exo_instance
 
 SPEC = importlib.util.spec_from_file_location("inference_bench", os.path.join(REPO, "benchmarks", "inference.py"))
 bench = importlib.util.module_from_spec(SPEC)
 SPEC.loader.exec_module(bench)
-SPEC = importlib.util.spec_from_file_location("synthetic_model", os.path.join(REPO, "scripts", "exo-synthetic-model.py"))
-synthetic = importlib.util.module_from_spec(SPEC)
-SPEC.loader.exec_module(synthetic)
+synthetic = exo_instance.synthetic
 # With test_exo_wheelhouse.py and test_exo_placed_models.py, on one worker: the wheelhouse is built once, by
 # whichever needs it first, and exo's virtualenv under .build/exo-placed-models is shared.
 pytestmark = pytest.mark.xdist_group("exo-wheelhouse")
 WHEELHOUSE = os.path.join(REPO, ".build", "exo-wheelhouse", "wheelhouse")
-FILES = os.path.join(REPO, "roles", "node", "files")
-# exo's Llama at a size that answers in seconds on the CPU: exo's "1B" set with fewer, narrower layers.
-TINY = dict(synthetic.PARAMETER_SETS["1B"], dim=256, n_heads=8, n_kv_heads=4, n_layers=4, vocab_size=512, hidden_dim=512)
+FILES = exo_instance.FILES
+TINY = exo_instance.TINY
 TOKENS = 8
 # Prompts as token ids: A, one shorter (B), one longer (C), and one cut off after two tokens (D).
 PROMPTS = {"A": [1, 17, 230, 5, 99], "B": [3, 300, 42], "C": [7, 8, 9, 10, 400, 12, 13, 14, 15], "D": [2, 480, 66, 11]}
@@ -235,19 +231,7 @@ def test_requests_that_arrive_together_build_the_model_once(venv, model, home, m
 
 
 # The gate: exo's API with the limits the node role gives an instance, serving llama-3.2-1b placed as the role
-# places it, at the small size above (exo's tokenizer's vocabulary, so that the ids the synthetic tokenizer
-# gives are the model's): exo's "1B" parameter set is replaced in the instance's process, and nothing else.
-TINY_1B = dict(TINY, vocab_size=synthetic.PARAMETER_SETS["1B"]["vocab_size"])
-RUN_EXO = r"""
-import json, sys
-sys.path.insert(0, sys.argv.pop(1))
-import gpufleet_exo_patches
-gpufleet_exo_patches.install()
-from exo.inference.tinygrad import inference
-inference.MODEL_PARAMS["1B"] = {"args": json.loads(sys.argv.pop(1)), "files": 1}
-from exo.main import run
-run()
-"""
+# places it, at the small size of exo_instance.TINY_1B.
 MODEL = exo_instance.MODEL
 with open(os.path.join(REPO, "docs", "node.md")) as _handle:
     _SECTION = _handle.read().split("## Many requests at once", 1)[1]
@@ -266,21 +250,14 @@ def question(number):
 
 @pytest.fixture(scope="module")
 def tiny_store(tmp_path_factory):
-    store = str(tmp_path_factory.mktemp("tiny-store"))
-    original = synthetic.PARAMETER_SETS
-    synthetic.PARAMETER_SETS = dict(original, **{"1B": TINY_1B})
-    try:
-        synthetic.write_model(os.path.join(store, models.MODEL_REPOS[MODEL]), MODEL, seed=0, dtype="bf16")
-    finally:
-        synthetic.PARAMETER_SETS = original
-    return store
+    return exo_instance.tiny_store(str(tmp_path_factory.mktemp("tiny-store")))
 
 
 @pytest.fixture(scope="module")
 def gated(venv, tiny_store, tmp_path_factory):
     """One patched exo instance with the gate's limits in its environment; (API port, log path)."""
     process, api, dummy, log = exo_instance.start(
-        bench, venv, tmp_path_factory.mktemp("gated"), tiny_store, bench.NO_HUB, [RUN_EXO, FILES, json.dumps(TINY_1B)],
+        bench, venv, tmp_path_factory.mktemp("gated"), tiny_store, bench.NO_HUB, exo_instance.run_exo("patched"),
         {"GPUFLEET_EXO_REQUESTS_IN_FLIGHT": str(IN_FLIGHT), "GPUFLEET_EXO_REQUEST_QUEUE": str(QUEUE)}, ANSWER_TOKENS)
     try:
         yield api, log
