@@ -59,12 +59,25 @@ def test_hung_stage_is_abandoned_within_the_deadline():
 def test_command_stage_and_its_children_are_killed_at_the_deadline(tmp_path):
     marker = tmp_path / "child.pid"
     script = "echo $$ > %s; sleep 600 & wait" % marker
-    outcome = run_stages({"cmd": Stage(argv=["/bin/sh", "-c", script])}, 1.0)["cmd"]
+    # 5 s: the shell must have written its pid before the deadline, under load too.
+    outcome = run_stages({"cmd": Stage(argv=["/bin/sh", "-c", script])}, 5.0)["cmd"]
     assert outcome.kind == "timeout"
     pid = int(marker.read_text())
-    time.sleep(0.2)
-    with pytest.raises(OSError):
-        os.kill(pid, 0)  # the shell is gone, killed with its session
+    # The shell is killed with its session: gone, or dead and not yet reaped. On a loaded machine at nice 19
+    # (the matrix runs this suite beside serve) its end can take more than a moment to show.
+    end = time.monotonic() + 10
+    while not dead(pid) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert dead(pid)
+
+
+def dead(pid):
+    """Whether the process is gone or a zombie (killed, its parent not yet told)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(") ", 1)[1].startswith("Z")
+    except OSError:
+        return True
 
 
 def test_command_stage_prints_json():
