@@ -143,3 +143,11 @@ def exo_pin_python(tmp_path_factory):
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", site,
                     _exo_pin_wheel(tmp)], check=True, timeout=TIMEOUT)
     return python
+
+
+@pytest.fixture(scope="session")
+def tiny_store(tmp_path_factory):
+    """A model store holding llama-3.2-1b at the small size of tests/integration/exo_instance.TINY_1B, written once
+    per worker for the tests of real exo that serve it (test_exo_placed_models.py, test_exo_requests.py)."""
+    from tests.integration import exo_instance  # imports scripts/exo-synthetic-model.py: only where asked
+    return exo_instance.tiny_store(str(tmp_path_factory.mktemp("tiny-store")))

@@ -31,9 +31,9 @@ def writers(module):
     owner="root", group="root", validate=None), "remove": f(path)}, each -> changed.
 
     Files are owner's and group's (root's unless given); a directory too where own, else an existing one
-    keeps its owner (a directory another program owns, which the module only needs to be there). validate: a command with
-    %s for a path, which must accept the new text (written beside path) before it replaces the file;
-    a refusal raises Invalid and leaves the file as it was.
+    keeps its owner (a directory another program owns, which the module only needs to be there).
+    validate: a command with %s for a path, which must accept the new text (written beside path) before
+    it replaces the file; a refusal raises Invalid and leaves the file as it was.
     """
     check = module.check_mode
 
@@ -86,7 +86,8 @@ def write_all(directories, entries, files, diff):
                                      group=d.get("group") or "root")]
     diffs = []
     for entry in entries:
-        before = read(entry["dest"])
+        # put reads the file too; the text before is read again only for the diff.
+        before = read(entry["dest"]) if diff else None
         if files["put"](entry["dest"], entry["content"], entry.get("mode") or "0644", owner=entry.get("owner") or "root",
                         group=entry.get("group") or "root", validate=entry.get("validate")):
             written.append(entry["dest"])

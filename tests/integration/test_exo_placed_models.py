@@ -106,12 +106,6 @@ def venv():
     return bench.exo_venv(directory, bench.python312(None))
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory):
-    """The model store: llama-3.2-1b at the small size of exo_instance.TINY_1B."""
-    return exo_instance.tiny_store(str(tmp_path_factory.mktemp("tiny-store")))
-
-
 @pytest.fixture
 def listener():
     hub = Listener()
@@ -159,8 +153,8 @@ def wait_for(condition, deadline=120):
     return condition()
 
 
-def test_a_model_that_was_not_placed_is_refused_and_never_looked_up(venv, store, tmp_path, listener):
-    process, api, grpc, log = start_exo(venv, store, tmp_path, listener, patched=True)
+def test_a_model_that_was_not_placed_is_refused_and_never_looked_up(venv, tiny_store, tmp_path, listener):
+    process, api, grpc, log = start_exo(venv, tiny_store, tmp_path, listener, patched=True)
     try:
         answers = ask_for_the_unplaced_model(venv, api, grpc)
         for path, (status, body) in answers.items():
@@ -178,10 +172,10 @@ def test_a_model_that_was_not_placed_is_refused_and_never_looked_up(venv, store,
         exo_instance.stop(process)
 
 
-def test_exo_as_it_ships_looks_the_model_up(venv, store, tmp_path, listener):
+def test_exo_as_it_ships_looks_the_model_up(venv, tiny_store, tmp_path, listener):
     """What the patch stops: in the same environment (HF_HUB_OFFLINE holds back transformers only), exo's own
     downloader asks HF_ENDPOINT for the model a peer's status or /download names."""
-    process, api, grpc, log = start_exo(venv, store, tmp_path, listener, patched=False)
+    process, api, grpc, log = start_exo(venv, tiny_store, tmp_path, listener, patched=False)
     try:
         answers = ask_for_the_unplaced_model(venv, api, grpc)
         status, body = answers["/download"]

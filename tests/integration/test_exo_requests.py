@@ -249,11 +249,6 @@ def question(number):
 
 
 @pytest.fixture(scope="module")
-def tiny_store(tmp_path_factory):
-    return exo_instance.tiny_store(str(tmp_path_factory.mktemp("tiny-store")))
-
-
-@pytest.fixture(scope="module")
 def gated(venv, tiny_store, tmp_path_factory):
     """One patched exo instance with the gate's limits in its environment; (API port, log path)."""
     process, api, dummy, log = exo_instance.start(
