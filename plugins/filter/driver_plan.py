@@ -6,15 +6,18 @@ driver_outcome (what the install steps found), documented in the .yml files besi
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import outcome, plan
+# Imports are inside the functions: Ansible imports every filter file of the collection to find any one
+# filter, in every task's worker, so this file imports only what the filter called needs.
 
 
 def driver_plan(facts, settings, host, connection=None):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import plan
     return plan.course(facts, settings, host, connection=connection)
 
 
 def driver_outcome(course, selections=None, module_list=None, sb_state=None, sb_efivar=None, modprobe=None,
                    verified=None, packages=None, versionlock=None):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import outcome
     return outcome.findings(course, selections=selections, module_list=module_list, sb_state=sb_state,
                             sb_efivar=sb_efivar, modprobe=modprobe, verified=verified, packages=packages,
                             versionlock=versionlock)

@@ -6,11 +6,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.exo.plugins.filter.fleet_capacity import fleet_capacity
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import rollout
+# Imports are inside the functions: Ansible imports every filter file of the collection to find any one
+# filter, in every task's worker, so this file imports only what the filter called needs.
 
 
 def driver_rollout_preview(hosts, hostvars, serial=1, fleet=None, headroom=0.1, order="inventory"):
+    from ansible_collections.gpufleet.exo.plugins.filter.fleet_capacity import fleet_capacity
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import rollout
     hosts = list(hosts)
     fleet = list(fleet) if fleet is not None else hosts
     try:
@@ -23,6 +25,7 @@ def driver_rollout_preview(hosts, hostvars, serial=1, fleet=None, headroom=0.1, 
 
 
 def driver_rollout_gate(after, host, before=None, reboot_pending=None, accept=("ok",)):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver import rollout
     try:
         return rollout.gate(host, after, before, reboot_pending, accept)
     except ValueError as problem:

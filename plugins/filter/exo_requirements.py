@@ -5,10 +5,12 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.module_utils._exo_requirements import requirements
+# Imports are inside the functions: Ansible imports every filter file of the collection to find any one
+# filter, in every task's worker, so this file imports only what the filter called needs.
 
 
 def exo_requirements(metadata, skip=(), replace=None, tinygrad="", add=()):
+    from ansible_collections.gpufleet.exo.plugins.module_utils._exo_requirements import requirements
     return requirements(metadata, skip=skip, replace=replace, tinygrad=tinygrad, add=add)
 
 

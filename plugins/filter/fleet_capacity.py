@@ -6,11 +6,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
+# Imports are inside the functions: Ansible imports every filter file of the collection to find any one
+# filter, in every task's worker, so this file imports only what the filter called needs.
+
+# capacity.HEADROOM, read when the filter is called: as the default value itself it would import capacity here.
+DEFAULT_HEADROOM = object()
 
 # The node role's defaults that are templates of a host's variables (roles/node/defaults/main.yml),
 # with what each gives here, from the host's variables as hostvars hold them and the hosts of its ring.
@@ -29,6 +29,7 @@ TEMPLATED_DEFAULTS = {
 
 def node_defaults():
     """The node role's defaults, templates left as written: the spec's, as the role's planner reads them."""
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
     return role_settings.defaults("node")
 
 
@@ -66,13 +67,18 @@ def host_settings(host, hv, ring, defaults):
 def host_plan(host, facts, settings):
     """The node planner's preview of host, its settings checked first as the role's preflight checks them: a
     refused one is the plan's only error, as the role stops there."""
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
     values, errors = check_settings(settings)
     if errors:
         return {"instances": [], "errors": ["host %s: %s" % (host, e) for e in errors]}
     return plan.instances(facts, values, host, preview=True)
 
 
-def fleet_capacity(hosts, hostvars, headroom=capacity.HEADROOM):
+def fleet_capacity(hosts, hostvars, headroom=DEFAULT_HEADROOM):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
+    if headroom is DEFAULT_HEADROOM:
+        headroom = capacity.HEADROOM
     hosts = list(hosts)
     defaults = node_defaults()
     ring_of, members = rings(hosts, hostvars)
@@ -92,6 +98,7 @@ def fleet_capacity(hosts, hostvars, headroom=capacity.HEADROOM):
 
 
 def fleet_report_html(report, title="exo fleet"):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import report as fleet_report
     try:
         return fleet_report.html(report, title)
     except fleet_report.MissingLibrary as problem:

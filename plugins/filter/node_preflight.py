@@ -6,14 +6,17 @@ and node_preflight_host (that answer with what the host showed), documented in t
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.preflight import host_check, preflight
+# Imports are inside the functions: Ansible imports every filter file of the collection to find any one
+# filter, in every task's worker, so this file imports only what the filter called needs.
 
 
 def node_preflight(settings, host, facts):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.preflight import preflight
     return preflight(settings, host, facts)
 
 
 def node_preflight_host(preflight_answer, host, facts, python_version=None, found=None):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.preflight import host_check
     return host_check(preflight_answer, host, facts, python_version=python_version, found=found)
 
 

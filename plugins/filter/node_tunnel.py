@@ -7,16 +7,19 @@ documented in node_tunnel.yml and node_tunnel_ring.yml beside this file."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import tunnel
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
+# Imports are inside the functions: Ansible imports every filter file of the collection to find any one
+# filter, in every task's worker, so this file imports only what the filter called needs.
 
 
 def node_tunnel(settings, host):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import tunnel
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
     planned = tunnel.plan(checked("node_tunnel", settings), host)
     return dict(planned, published=tunnel.published(planned))
 
 
 def node_tunnel_ring(planned, host, hostvars, check_mode=False, partial=False):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import tunnel
     others = {}
     for name in planned["ring"]:
         if name != host and name in hostvars:

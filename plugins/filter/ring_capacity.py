@@ -6,10 +6,17 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
+# Imports are inside the functions: Ansible imports every filter file of the collection to find any one
+# filter, in every task's worker, so this file imports only what the filter called needs.
+
+# capacity.HEADROOM, read when the filter is called: as the default value itself it would import capacity here.
+DEFAULT_HEADROOM = object()
 
 
-def ring_capacity(model, hosts, hostvars, headroom=capacity.HEADROOM):
+def ring_capacity(model, hosts, hostvars, headroom=DEFAULT_HEADROOM):
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet import capacity
+    if headroom is DEFAULT_HEADROOM:
+        headroom = capacity.HEADROOM
     members = dict((host, ((hostvars[host] if host in hostvars else {}).get("ansible_facts") or {}).get("exo_node_instances"))
                    for host in hosts)
     try:

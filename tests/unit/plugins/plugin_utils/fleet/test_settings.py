@@ -19,6 +19,7 @@ import yaml
 
 from ansible_collections.gpufleet.exo.plugins.filter import fleet_capacity as plugin
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import plan
 from tests.helpers import REPO
 
 with open(os.path.join(REPO, "tests", "fixtures", "real-h100", "device_facts.json")) as handle:
@@ -76,13 +77,13 @@ CLUSTERS = [
 @pytest.mark.parametrize("rings, cluster_hosts", CLUSTERS)
 def test_each_host_is_planned_with_its_rings_hosts(monkeypatch, rings, cluster_hosts):
     planned = {}
-    instances = plugin.plan.instances
+    instances = plan.instances
 
     def record(facts, settings, host, **options):
         planned[host] = settings["exo_node_cluster_hosts"]
         return instances(facts, settings, host, **options)
 
-    monkeypatch.setattr(plugin.plan, "instances", record)
+    monkeypatch.setattr(plan, "instances", record)
     hostvars = dict((host, dict({"ansible_facts": {"device_capabilities": REAL}},
                                 **({} if ring is None else {"exo_node_ring": ring}))) for host, ring in rings.items())
     report = plugin.fleet_capacity(list(rings), hostvars)
