@@ -13,6 +13,8 @@ family (Debian, Ubuntu, RedHat), and the arguments of the package check module.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.driver.settings import DEFAULTS
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
@@ -242,6 +244,16 @@ SUPPORTED = ("Debian 12 and 13, Ubuntu 22.04 and 24.04, RHEL, Rocky Linux, AlmaL
 def family(distribution):
     """The table for a distribution (ansible_facts.distribution), or None where the role does not install."""
     return next((table for table in FAMILIES if distribution in table["distributions"]), None)
+
+
+def package_names(distribution):
+    """The packages of a host the planners read, as one regular expression: the driver's (whose fabric manager
+    is one of them) and the firmware amdgpu loads; None where the role knows no family, and reads none."""
+    table = family(distribution)
+    if table is None:
+        return None
+    return "|".join(["(?:%s)" % table["driver_packages"]["names"]]
+                    + ["^%s$" % re.escape(name) for name in table["amd_firmware"]["packages"]])
 
 
 # ---- a host's install, from the tables -----------------------------------------------------------

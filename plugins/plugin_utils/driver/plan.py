@@ -52,8 +52,9 @@ def _messages(facts, settings, decided, install):
     }
 
 
-def course(facts, raw_settings, host, connection=None):
-    """What the driver role does on this host; see the module docstring and plugins/filter/driver_plan.yml."""
+def course(facts, raw_settings, host, connection=None, packages=None):
+    """What the driver role does on this host; see the module docstring and plugins/filter/driver_plan.yml.
+    packages: the driver's packages installed, in ansible.builtin.package_facts' shape (None: unknown)."""
     result = {"errors": [], "settings": None, "decision": None, "install": None, "package_check": None,
               "changes_host": False, "kernel_module": None, "reboot_required": False, "reboot_reason": None, "reboot_blocker": None,
               "notes": [], "nvidia_module": None, "persistenced_service": "nvidia-persistenced", "messages": {},
@@ -69,7 +70,7 @@ def course(facts, raw_settings, host, connection=None):
     decided = decision(facts, case)
     table = distributions.family(facts.get("distribution"))
     # AMD GPUs are checked, never installed for (amd.py): what they lack goes to the notes.
-    decided["amd"] = amd_findings(host, caps, table, facts.get("packages"))
+    decided["amd"] = amd_findings(host, caps, table, packages)
     result["notes"] += decided["amd"]["findings"]
     kernel_module = (not in_container(facts) if values["exo_driver_kernel_module"] == "auto"
                      else values["exo_driver_kernel_module"])
@@ -91,7 +92,7 @@ def course(facts, raw_settings, host, connection=None):
         if decided["nouveau"] and kernel_module and not values["exo_driver_blacklist_nouveau"]:
             result["notes"].append("nouveau holds %s and exo_driver_blacklist_nouveau is false: the nvidia module "
                                    "cannot take it" % ", ".join(decided["nouveau"]))
-    result["versions"] = driver_versions(facts.get("packages"), table) if table else None
+    result["versions"] = driver_versions(packages, table) if table else None
     if result["versions"] and result["versions"]["mixed"]:
         result["notes"].append("host %s: %s" % (host, result["versions"]["advice"]))
     result["summary"] = {"action": decided["action"], "why": decided["reason"],

@@ -4,13 +4,15 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-__doc__ = """The driver's examples, run as they are written: the EXAMPLES of the filter driver_plan and of the
-modules driver_apt_check and driver_dnf_check, and the playbook of docs/driver.md.
+__doc__ = """The driver's examples, run as they are written: the EXAMPLES of the filters driver_plan and
+driver_package_names and of the modules driver_apt_check, driver_dnf_check and package_versions, and the
+playbook of docs/driver.md.
 
 They run on this machine (Debian 12, no GPU, no dnf) over a local connection; the docs' playbook runs on
 a simulated host with an NVIDIA GPU and no driver, in plan-only mode, so that it changes nothing.
 """
 
+import json
 import os
 import re
 import sys
@@ -67,3 +69,35 @@ def test_outcome_filter_example_reads_mokutil_on_this_machine(tmp_path):
     shown = proc.stdout.split("TASK [Say what mokutil means]")[1]
     # this machine boots without Secure Boot (no mokutil, no EFI variable)
     assert '"msg": "Secure Boot is off"' in shown, shown[:2000]
+
+
+def test_package_versions_example_reads_this_machine_as_package_facts_does(tmp_path):
+    proc = playbook(str(tmp_path), tasks_play(examples("module", "package_versions")), local())
+    assert recap(proc, "localhost") == {"ok": 2, "changed": 0, "failed": 0}, proc.stdout[-4000:]
+    # The same packages through ansible.builtin.package_facts: the same versions and architectures.
+    compare = tasks_play("""
+- name: Read a few packages
+  gpufleet.exo.package_versions:
+    names: '^(bash|dpkg|libc6|libgcc-s1)$'
+  register: few
+- name: Read every package
+  ansible.builtin.package_facts:
+- name: Say both
+  ansible.builtin.debug:
+    msg: "{{ {'few': few.packages, 'all': ansible_facts.packages | dict2items | selectattr('key', 'in', few.packages)
+              | items2dict} | to_json }}"
+""")
+    proc = playbook(str(tmp_path), compare, local())
+    assert recap(proc, "localhost")["failed"] == 0, proc.stdout[-4000:]
+    shown = proc.stdout.split("TASK [Say both]")[1].split("PLAY RECAP")[0]
+    said = json.loads(json.loads(shown[shown.index("{"):shown.rindex("}") + 1])["msg"])
+    assert sorted(said["few"]) == ["bash", "dpkg", "libc6", "libgcc-s1"]
+    assert dict((name, [(e["version"], e["arch"]) for e in entries]) for name, entries in said["few"].items()) == \
+        dict((name, [(e["version"], e["arch"]) for e in entries]) for name, entries in said["all"].items())
+
+
+def test_driver_package_names_example_reads_no_driver_package_here(tmp_path):
+    proc = playbook(str(tmp_path), examples("filter", "driver_package_names"), local())
+    assert recap(proc, "localhost") == {"ok": 3, "changed": 0, "failed": 0}, proc.stdout[-4000:]
+    # Debian 12 without a GPU: the names are Debian's, and no driver package is installed.
+    assert '"msg": []' in proc.stdout.split("TASK [Say which are installed, and at which version]")[1], proc.stdout[-3000:]

@@ -18,6 +18,7 @@ settings are the role's variables as a user gives them, strings from -e included
 import copy
 import json
 import os
+import re
 
 import pytest
 import yaml
@@ -63,8 +64,10 @@ def host_facts(caps, distribution=None):
 
 
 def plan(caps, distribution=None, host="h", connection="ssh", **settings):
-    """The host's course over the role's defaults as Ansible hands them over, with settings as given."""
-    return driver_plan.course(host_facts(caps, distribution), dict(ROLE_DEFAULTS, **settings), host, connection)
+    """The host's course over the role's defaults as Ansible hands them over, with settings as given; a
+    distribution's packages (test_amd's tables) go to the planner as the role's package_versions reads them."""
+    facts = host_facts(caps, distribution)
+    return driver_plan.course(facts, dict(ROLE_DEFAULTS, **settings), host, connection, packages=facts.pop("packages", None))
 
 
 def ok(caps, distribution=None, **settings):
@@ -497,13 +500,13 @@ def test_an_upgrade_releases_every_held_driver_package(probed):
 
 
 def dpkg(**versions):
-    """ansible_facts.packages as package_facts gathers it with apt."""
+    """The packages as package_versions (and package_facts) read them with dpkg."""
     return dict((name.replace("_", "-"), [{"name": name.replace("_", "-"), "version": version, "arch": "amd64",
                                           "source": "apt"}]) for name, version in versions.items())
 
 
 def rpm(**versions):
-    """ansible_facts.packages as package_facts gathers it with rpm: epoch and release apart."""
+    """The packages as package_versions (and package_facts) read them with rpm: epoch and release apart."""
     return dict((name.replace("_", "-"), [{"name": name.replace("_", "-"), "version": version, "release": "1.el9",
                                           "epoch": 3, "arch": "x86_64", "source": "rpm"}])
                 for name, version in versions.items())
@@ -550,8 +553,8 @@ VERSION_CASES = [
                          ids=[case[0] for case in VERSION_CASES])
 def test_the_driver_packages_carry_one_version_or_the_role_says_what_to_do(
         probed, case, distribution, packages, versions, advice):
-    facts = dict(host_facts(probed["healthy"], distribution), packages=packages)
-    result = driver_plan.course(facts, dict(ROLE_DEFAULTS), "gpu7", "ssh")
+    result = driver_plan.course(host_facts(probed["healthy"], distribution), dict(ROLE_DEFAULTS), "gpu7", "ssh",
+                                packages=packages)
     found = result["versions"]
     assert dict((version, sorted(names)) for version, names in found["versions"].items()) == versions
     assert found["mixed"] is (advice is not None)
@@ -563,7 +566,7 @@ def test_the_driver_packages_carry_one_version_or_the_role_says_what_to_do(
     assert "vim" not in found["installed"] and "nvidia-cuda-toolkit" not in found["installed"]
 
 
-def test_without_package_facts_nothing_is_said_about_versions(probed):
+def test_without_the_packages_nothing_is_said_about_versions(probed):
     result = ok(probed["healthy"])
     assert result["versions"] is None and "driver packages" not in result["summary"]
 
@@ -658,3 +661,20 @@ def test_the_new_nvml_status_is_explained(probed):
     userspace = verified(probed, ok(probed["no_driver"], DEBIAN_12, exo_driver_kernel_module=False), "not_loaded")
     assert userspace["cause"] == "userspace_only" and "Install the module for kernel 6.1.0-25-amd64" in \
         userspace["explanation"]
+
+
+@pytest.mark.parametrize("distribution, read, left", [
+    ("Debian", ["nvidia-smi", "libcuda1", "nvidia-kernel-dkms", "firmware-nvidia-gsp", "firmware-amd-graphics"],
+     ["nvidia-container-toolkit", "libnvidia-container1", "linux-firmware", "bash"]),
+    ("Ubuntu", ["nvidia-driver-580-server", "linux-modules-nvidia-580-server-generic", "nvidia-fabricmanager-580",
+                "linux-firmware"], ["nvidia-settings", "nvidia-container-toolkit", "firmware-amd-graphics"]),
+    ("Rocky", ["nvidia-driver", "kmod-nvidia-open-dkms", "nvidia-fabric-manager", "amd-gpu-firmware",
+               "linux-firmware"], ["nvidia-container-toolkit", "kernel"]),
+])
+def test_the_packages_read_are_the_drivers_its_fabric_managers_and_amdgpus_firmware(distribution, read, left):
+    names = re.compile(distributions.package_names(distribution))
+    assert [name for name in read + left if names.match(name)] == read
+
+
+def test_no_package_is_read_where_the_role_knows_no_family():
+    assert distributions.package_names("Archlinux") is None
