@@ -22,8 +22,8 @@ exo_node_ring its own name. No host sets exo_node_cluster_hosts: the role's defa
 
 site.yml: the probe, the driver role and the node role in check mode, over 1, 10 (--sizes) simulated
 hosts on the local connection, in those rings. Each host is a simulated one of tests/simulated/hosts.py
-(4, 1, 2 and 8 H100s in turn): its own /sys tree (device_facts_rootfs) and, through a two-line
-interpreter wrapper that is its ansible_python_interpreter, its own simulated libnvidia-ml config;
+(4, 1, 2 and 8 H100s in turn): its own /sys tree (device_facts_rootfs) and, through a small shell
+wrapper that is its ansible_python_interpreter, its own simulated libnvidia-ml config;
 its own exo_node_address and directories. The driver role only plans (exo_driver_plan_only); the
 node role installs the stand-in of tests/standin, as the local inventory does.
 Per size and round, interleaved (a different case first each round):
@@ -36,10 +36,11 @@ Per size and round, interleaved (a different case first each round):
                                 that ran on the controller alone (set_fact, debug, fail, include_*...);
                                 counted in site.yml's first run by a small callback, mean per host.
 
-Prints per size the median wall time, the CPU seconds per host (user+sys of every process of the run),
-the peak resident memory of its largest process, and site.yml against the floor in wall time and CPU.
-Both figures are getrusage(RUSAGE_CHILDREN) of a parent forked for the one run: its peak is the largest
-since that parent started, so the benchmark's own process could not give each run's.
+Prints per size the median wall time, the CPU seconds per host (user+sys of every process of the run)
+and of those the hosts' (the modules') and the controller's, the peak resident memory of its largest
+process, and site.yml against the floor in wall time, CPU and the controller's CPU. The CPU and the
+peak are getrusage(RUSAGE_CHILDREN) of a parent forked for the one run: its peak is the largest since
+that parent started, so the benchmark's own process could not give each run's.
 
 The second run: a real run that is followed by one that changes nothing cannot be had here. Every
 simulated host is this one machine: their units would all go to its /etc/systemd/system, their
@@ -49,8 +50,12 @@ So the check-mode run is measured twice. A check-mode run of a fresh host skips 
 what the install would have made; a steady-state run of a real fleet may run more tasks.
 
 With the local connection the hosts' modules run on the controller: the CPU and memory figures count
-them too. The floor carries the same, which the ratio takes out; it does not take out what a real
-fleet adds (SSH, the network, the hosts' own disks and CPUs).
+them too. Their work is not the same as the floor's: a ping does next to nothing, where site.yml's
+modules gather the standard facts, probe the devices, read the packages. So each host's interpreter
+wrapper runs Python as its child and writes the CPU its children took (the shell's `times`): the
+hosts' column, what a real fleet's hosts pay. The controller's column is the rest, what the controller
+pays: Ansible's own work per task, the templating and the planners; "ctl xfl" compares it with the
+floor's. Neither takes in what a real fleet adds (SSH, the network, the hosts' own disks and CPUs).
 
 The planners: everything that runs per host over its ring or over the fleet, in-process, over 1,000
 and 10,000 hosts (--fleet-sizes) in the same rings of 8. The hostvars are as a play has them: each
@@ -200,24 +205,37 @@ def recap(output):
         r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", output, re.M))
 
 
-def interpreter(tmp, name, env):
+def interpreter(tmp, name, env, times):
     """A host's ansible_python_interpreter: this Python with the host's simulated libnvidia-ml in its environment
-    (site.yml sets no environment of its own, and the local connection has the controller's)."""
+    (site.yml sets no environment of its own, and the local connection has the controller's), run as the child of
+    a shell that then writes the CPU its children took (`times`) to a file of its own under times: the host's
+    share of the run, the module's work, which a real fleet's hosts do and its controller does not."""
     path = os.path.join(tmp, name + ".python")
     with open(path, "w") as handle:
         exports = "".join("export %s=%s\n" % item for item in sorted(env.items()))
-        handle.write("#!/bin/sh\n%sexec %s \"$@\"\n" % (exports, sys.executable))
+        handle.write("#!/bin/sh\n%s%s \"$@\"\nrc=$?\ntimes > %s/$$\nexit $rc\n" % (exports, sys.executable, times))
     os.chmod(path, 0o755)
     return path
 
 
-def site_inventory(tmp, lib, count, ring_size):
+def hosts_cpu(times):
+    """The CPU seconds the modules took on the hosts: the children's line of each `times` the interpreters wrote
+    ("0m1.250s 0m0.125s", user then system)."""
+    total = 0.0
+    for name in os.listdir(times):
+        with open(os.path.join(times, name)) as handle:
+            lines = handle.read().splitlines()
+        total += sum(int(m) * 60 + float(sec) for m, sec in re.findall(r"(\d+)m([0-9.]+)s", lines[1] if len(lines) > 1 else ""))
+    return total
+
+
+def site_inventory(tmp, lib, count, ring_size, times):
     hosts, groups = {}, {}
     names = ["gpu%03d" % n for n in range(count)]
     for number, name in enumerate(names):
         env, root = simhosts.write(tmp, name, lib, *simhosts.HOSTS[KINDS[number % len(KINDS)]])
         paths = os.path.join(tmp, "paths", name)
-        hosts[name] = {"ansible_python_interpreter": interpreter(tmp, name, env), "device_facts_rootfs": root,
+        hosts[name] = {"ansible_python_interpreter": interpreter(tmp, name, env, times), "device_facts_rootfs": root,
                        "exo_node_address": str(ipaddress.ip_address("10.64.0.1") + number)}
         hosts[name].update(helpers.site_dirs(paths))
     # A group per ring that names itself in exo_node_ring: the role's default exo_node_cluster_hosts
@@ -271,6 +289,9 @@ def run_case(work, size, case, forks, floor):
         with open(play, "w") as handle:
             handle.write(floor_play(*floor))
     log = os.path.join(work, "log-%d.txt" % size)
+    times = os.path.join(work, "times-%d" % size)
+    shutil.rmtree(times, ignore_errors=True)
+    os.makedirs(times)
     rc, wall, cpu, peak = measured([os.path.join(helpers.BIN, "ansible-playbook"), "--check", "-i",
                                     os.path.join(work, "inventory-%d.json" % size), play], env, log)
     with open(log) as handle:
@@ -281,7 +302,7 @@ def run_case(work, size, case, forks, floor):
         raise SystemExit("%s on %d hosts: rc %d, %d hosts in the recap, failed %s:\n%s"
                          % (case, size, rc, len(hosts), bad, output[-4000:]))
     with open(counts) as handle:
-        return {"wall": wall, "cpu": cpu, "peak": peak}, json.load(handle)
+        return {"wall": wall, "cpu": cpu, "hosts": hosts_cpu(times), "peak": peak}, json.load(handle)
 
 
 def site_part(args, sizes):
@@ -294,7 +315,8 @@ def site_part(args, sizes):
             handle.write(COUNTER)
         for size in sizes:
             with open(os.path.join(work, "inventory-%d.json" % size), "w") as handle:
-                json.dump(site_inventory(os.path.join(work, "hosts-%d" % size), lib, size, args.ring_size), handle)
+                json.dump(site_inventory(os.path.join(work, "hosts-%d" % size), lib, size, args.ring_size,
+                                         os.path.join(work, "times-%d" % size)), handle)
         for round_ in range(args.rounds):
             for size in sizes:
                 # The first round starts with site.yml, whose tasks the floor counts; later ones rotate.
@@ -304,22 +326,26 @@ def site_part(args, sizes):
                     if case != "floor":
                         floors.setdefault(size, per_host(counts))
                     samples.setdefault((size, case), []).append(sample)
-                    print("round %d, %3d hosts, %-24s %7.1f s  CPU %6.1f s  peak %5.0f MiB"
-                          % (round_ + 1, size, case, sample["wall"], sample["cpu"], sample["peak"]), flush=True)
+                    print("round %d, %3d hosts, %-24s %7.1f s  CPU %6.1f s (hosts' %6.1f s)  peak %5.0f MiB"
+                          % (round_ + 1, size, case, sample["wall"], sample["cpu"], sample["hosts"], sample["peak"]),
+                          flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return site_rows(samples, floors, sizes, args.ring_size)
 
 
 def site_rows(samples, floors, sizes, ring_size):
-    """[(hosts, rings, tasks per host, case, wall s, CPU s per host, peak MiB, wall x floor, CPU x floor)], medians."""
+    """[(hosts, rings, tasks per host, case, wall s, CPU s per host, the hosts' part of it, the controller's, peak MiB,
+    wall x floor, CPU x floor, controller's CPU x floor's)], medians."""
     rows = []
     for size in sizes:
-        floor = dict((key, statistics.median(s[key] for s in samples[(size, "floor")])) for key in ("wall", "cpu"))
+        floor = dict((key, statistics.median(s[key] for s in samples[(size, "floor")])) for key in ("wall", "cpu", "hosts"))
         for case in CASES:
-            wall, cpu, peak = [statistics.median(s[key] for s in samples[(size, case)]) for key in ("wall", "cpu", "peak")]
-            rows.append((size, len(rings(list(range(size)), ring_size)), "%d+%d" % floors[size], case, wall, cpu / size, peak,
-                         wall / floor["wall"], cpu / floor["cpu"]))
+            wall, cpu, hosts, peak = [statistics.median(s[key] for s in samples[(size, case)])
+                                      for key in ("wall", "cpu", "hosts", "peak")]
+            rows.append((size, len(rings(list(range(size)), ring_size)), "%d+%d" % floors[size], case, wall, cpu / size,
+                         hosts / size, (cpu - hosts) / size, peak, wall / floor["wall"], cpu / floor["cpu"],
+                         (cpu - hosts) / (floor["cpu"] - floor["hosts"])))
     return rows
 
 
@@ -327,10 +353,11 @@ def print_site(rows, args):
     print("\nsite.yml in check mode over simulated hosts (local connection, forks %d, rings of up to %d), median of %d "
           "round(s); tasks per host: module round trips + controller-only tasks, the floor's too"
           % (args.forks, args.ring_size, args.rounds))
-    print("%5s %5s %7s  %-24s %8s %10s %9s %8s %8s"
-          % ("hosts", "rings", "tasks", "case", "wall s", "CPU s/host", "peak MiB", "wall xfl", "CPU xfl"))
+    print("%5s %5s %7s  %-24s %8s %10s %7s %7s %9s %8s %8s %8s"
+          % ("hosts", "rings", "tasks", "case", "wall s", "CPU s/host", "hosts'", "ctl", "peak MiB", "wall xfl", "CPU xfl",
+             "ctl xfl"))
     for row in rows:
-        print("%5d %5d %7s  %-24s %8.1f %10.2f %9.0f %8.2f %8.2f" % row)
+        print("%5d %5d %7s  %-24s %8.1f %10.2f %7.2f %7.2f %9.0f %8.2f %8.2f %8.2f" % row)
 
 
 # ---- the planners, in-process ----------------------------------------------------------------------

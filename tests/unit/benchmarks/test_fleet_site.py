@@ -2,13 +2,14 @@
 # Copyright: (c) 2026, gpufleet.exo contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """benchmarks/fleet_site.py without Ansible runs: the rings, the count of tasks and the floor made from it, the
-recap read, the hosts a planner is called on and the table's ratio."""
+recap read, the hosts' share of the CPU, the hosts a planner is called on and the table's ratio."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import importlib.util
 import json
 import os
+import subprocess
 
 import yaml
 
@@ -99,3 +100,17 @@ def test_the_ratio_is_the_largest_fleet_in_rings_over_the_smallest():
     assert rows["node_cluster"] == ("host", [10.0, 100.0, 50.0], 10.0)
     assert rows["fleet_capacity"] == ("fleet", [10.0, 10.0, 50.0], 1.0)
     assert bench.planner_rows(medians, ringed[:1], one)[0][3] is None
+
+
+def test_the_hosts_share_is_what_each_interpreters_children_took(tmp_path):
+    times = tmp_path / "times"
+    times.mkdir()
+    # `times` of the wrapper's shell: its own CPU, then its children's (the module), user and system.
+    (times / "101").write_text("0m0.001s 0m0.002s\n0m1.250s 0m0.125s\n")
+    (times / "102").write_text("0m0.000s 0m0.000s\n1m2.500s 0m0.000s\n")
+    assert abs(bench.hosts_cpu(str(times)) - (1.375 + 62.5)) < 1e-9
+    # The wrapper runs this Python with the host's environment, passes its exit status on and adds its CPU.
+    wrapper = bench.interpreter(str(tmp_path), "gpu000", {"GPUFLEET_SIM": "7"}, str(times))
+    busy = "import os, sys; sum(range(3000000)); sys.exit(int(os.environ['GPUFLEET_SIM']))"
+    assert subprocess.run([wrapper, "-c", busy], check=False).returncode == 7
+    assert len(os.listdir(str(times))) == 3 and bench.hosts_cpu(str(times)) > 1.375 + 62.5
