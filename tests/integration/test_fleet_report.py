@@ -72,11 +72,31 @@ def playbook(args, cwd=REPO):
                           timeout=600, check=False)
 
 
+# A later play of the same run: which hosts hold the report, and what the controller's fact of it says.
+LATER_PLAY = """
+- name: Probe the devices and report
+  ansible.builtin.import_playbook: %s
+
+- name: Read the report in a later play
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Say which hosts hold the report, and its models
+      ansible.builtin.debug:
+        msg: "{{ {'holding it': ansible_play_hosts_all | map('extract', hostvars) | selectattr('fleet_report', 'defined')
+                  | map(attribute='inventory_hostname') | list,
+                  'models': hostvars['localhost'].fleet_report.models | length} | to_json }}"
+      run_once: true
+"""
+
+
 @pytest.fixture(scope="module")
 def report(inventory, tmp_path_factory):
-    """(json, html path, playbook output) of one run of playbooks/facts.yml."""
+    """(json, html path, playbook output) of one run of playbooks/facts.yml, and a later play that reads the report."""
     out = tmp_path_factory.mktemp("reports")
-    proc = playbook(["-i", inventory, os.path.join("playbooks", "facts.yml"), "-e", "fleet_report_dir=%s" % out])
+    later = out / "later.yml"
+    later.write_text(LATER_PLAY % os.path.join(REPO, "playbooks", "facts.yml"))
+    proc = playbook(["-i", inventory, str(later), "-e", "fleet_report_dir=%s" % out])
     assert proc.returncode == 0, proc.stdout[-6000:]
     [json_path] = [str(p) for p in out.glob("fleet-*.json")]
     with open(json_path) as handle:
@@ -143,6 +163,14 @@ def test_the_playbook_keeps_its_summary_and_says_what_the_fleet_serves(report):
         assert "ring %s: %d hosts, serves %d of %d models; the largest: %s" % (
             ring["ring"] or "(the play's hosts)", len(ring["hosts"]), len(ring["models"]), len(data["models"]),
             ring["largest"] or "none") in output, output[-3000:]
+
+
+def test_the_report_is_the_controllers_fact_and_no_hosts(report):
+    data, _, output = report
+    said = output.split("TASK [Say which hosts hold the report, and its models]")[1]
+    # Each host's variables would otherwise carry the whole fleet's report into every later task of the host.
+    found = re.search(r'holding it\\?": (\[.*?\]), \\?"models\\?": (\d+)', said)
+    assert found and found.groups() == ("[]", str(len(data["models"]))), said[:2000]
 
 
 def test_the_json_holds_every_host_as_its_simulated_hardware_is(report):
