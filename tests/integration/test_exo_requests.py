@@ -331,18 +331,32 @@ def test_clients_past_the_queue_are_refused_at_once_and_the_others_answered_in_o
     assert 0 < time.time() - seen[("gpufleet_exo_instance_started_seconds", "")] < 3600
 
 
+def until(api, what, condition, timeout=120):
+    """The instance's metrics once condition holds of them: each step of a test waits for the gate to say it was
+    taken, not for a time that a loaded machine may outlast."""
+    deadline = time.time() + timeout
+    while True:
+        seen = metrics(api)
+        if condition(seen):
+            return seen
+        assert time.time() < deadline, "%s: not within %d s; the metrics say %s" % (what, timeout, seen)
+        time.sleep(0.1)
+
+
 def test_a_client_that_leaves_the_queue_frees_its_place(gated):
     api, log = gated
     before = metrics(api)
     running = threading.Thread(target=completion, args=(api, question(6)))
     running.start()
-    time.sleep(0.3)
+    until(api, "the first request in flight", lambda seen: seen[("gpufleet_exo_requests_in_flight", "")] == 1)
     # A client that sends its request, then closes its connection while the request waits.
     body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": question(7)}], "stream": True}).encode()
     with socket.create_connection(("127.0.0.1", api), timeout=30) as leaving:
         leaving.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        time.sleep(0.3)
+        until(api, "the leaving request queued", lambda seen: seen[("gpufleet_exo_requests_queued", "")] == 1)
+    until(api, "the leaving request counted as left", lambda seen: seen[("gpufleet_exo_requests_total", "left")]
+          == before[("gpufleet_exo_requests_total", "left")] + 1)
     # Two others after it: both find a place in the queue, which holds two only once the first left.
     after_leaving = [None, None]
 
@@ -350,7 +364,6 @@ def test_a_client_that_leaves_the_queue_frees_its_place(gated):
         after_leaving[number] = completion(api, question(8 + number))
 
     threads = [threading.Thread(target=client, args=(n,)) for n in range(2)]
-    time.sleep(1)
     for thread in threads:
         thread.start()
         time.sleep(0.1)
