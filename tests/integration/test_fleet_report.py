@@ -166,7 +166,7 @@ def test_the_playbook_keeps_its_summary_and_says_what_the_fleet_serves(report):
 
 
 def test_the_report_is_the_controllers_fact_and_no_hosts(report):
-    data, _, output = report
+    data, dummy, output = report
     said = output.split("TASK [Say which hosts hold the report, and its models]")[1]
     # Each host's variables would otherwise carry the whole fleet's report into every later task of the host.
     found = re.search(r'holding it\\?": (\[.*?\]), \\?"models\\?": (\d+)', said)
