@@ -7,8 +7,6 @@ back to the controller and stays in its memory for the rest of the play."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import re
-
 # Tab-separated fields, one package a line. dpkg-query lists the packages dpkg knows, removed ones too.
 DPKG_QUERY = ["-W", "-f", "${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n"]
 RPM_QUERY = ["-qa", "--qf", "%{NAME}\t%{EPOCH}\t%{VERSION}\t%{RELEASE}\t%{ARCH}\n"]
@@ -45,9 +43,10 @@ MANAGERS = (("dpkg-query", DPKG_QUERY, from_dpkg), ("rpm", RPM_QUERY, from_rpm))
 
 
 def package_versions(names, bin_path, run):
-    """{"packages", "manager": the tool or None, "msg" where they are unknown or the tool failed}. bin_path(tool) is its path or None; run(argv) is
+    """{"packages", "manager": the tool or None, "msg" where they are unknown or the tool failed}.
+
+    names: the compiled pattern of the names to keep; bin_path(tool) is its path or None; run(argv) is
     (rc, stdout, stderr). Without either tool the packages are unknown (None), which the planners say."""
-    pattern = re.compile(names)
     for tool, query, read in MANAGERS:
         path = bin_path(tool)
         if path:
@@ -55,6 +54,6 @@ def package_versions(names, bin_path, run):
             if rc != 0:
                 return {"failed": True, "manager": tool, "packages": None,
                         "msg": "%s failed (rc %d): %s" % (tool, rc, (err or out).strip())}
-            return {"packages": read(out, pattern), "manager": tool}
+            return {"packages": read(out, names), "manager": tool}
     return {"packages": None, "manager": None,
             "msg": "neither dpkg-query nor rpm is on this host: the packages installed are unknown"}

@@ -71,10 +71,10 @@ from ansible_collections.gpufleet.exo.plugins.module_utils._package_versions imp
 def main():
     module = AnsibleModule(argument_spec=dict(names=dict(type="str", required=True)), supports_check_mode=True)
     try:
-        re.compile(module.params["names"])
+        names = re.compile(module.params["names"])
     except re.error as error:
         module.fail_json(msg="names is not a regular expression (%s): %s" % (error, module.params["names"]))
-    result = package_versions(module.params["names"], module.get_bin_path,
+    result = package_versions(names, module.get_bin_path,
                               lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}))
     if result.pop("failed", False):
         module.fail_json(**result)

@@ -101,3 +101,14 @@ def test_driver_package_names_example_reads_no_driver_package_here(tmp_path):
     assert recap(proc, "localhost") == {"ok": 3, "changed": 0, "failed": 0}, proc.stdout[-4000:]
     # Debian 12 without a GPU: the names are Debian's, and no driver package is installed.
     assert '"msg": []' in proc.stdout.split("TASK [Say which are installed, and at which version]")[1], proc.stdout[-3000:]
+
+
+def test_package_versions_refuses_names_that_are_no_regular_expression(tmp_path):
+    proc = playbook(str(tmp_path), tasks_play("""
+- name: Read with a broken pattern
+  gpufleet.exo.package_versions:
+    names: '^(nvidia-'
+"""), local())
+    assert recap(proc, "localhost")["failed"] == 1, proc.stdout[-3000:]
+    failure = proc.stdout.split("TASK [Read with a broken pattern]")[1]
+    assert "names is not a regular expression (missing ), unterminated subpattern" in failure, failure[:2000]

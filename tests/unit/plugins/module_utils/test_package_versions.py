@@ -64,18 +64,18 @@ def test_the_first_package_manager_found_answers(tools, answer, query, manager, 
         asked.append(argv)
         return 0, answer, ""
 
-    result = package_versions(r"^nvidia-.+$", tools.get, run)
+    result = package_versions(re.compile(r"^nvidia-.+$"), tools.get, run)
     assert asked == [[tools[manager]] + query]
     assert result["manager"] == manager and sorted(result["packages"]) == names
 
 
 def test_without_dpkg_or_rpm_the_packages_are_unknown():
-    result = package_versions(r"^nvidia-.+$", lambda tool: None, None)
+    result = package_versions(re.compile(r"^nvidia-.+$"), lambda tool: None, None)
     assert result["packages"] is None and result["manager"] is None
     assert "neither dpkg-query nor rpm" in result["msg"]
 
 
 def test_a_failed_listing_fails_with_the_tools_words():
-    result = package_versions(r"^nvidia-.+$", {"dpkg-query": "/usr/bin/dpkg-query"}.get,
+    result = package_versions(re.compile(r"^nvidia-.+$"), {"dpkg-query": "/usr/bin/dpkg-query"}.get,
                               lambda argv: (2, "", "dpkg-query: error: database is locked\n"))
     assert result["failed"] and result["msg"] == "dpkg-query failed (rc 2): dpkg-query: error: database is locked"
