@@ -80,3 +80,32 @@ def test_templates_are_rendered_with_their_instance_and_a_refused_file_stays_as_
     assert recap(checked, "localhost") == {"ok": 1, "changed": 1, "failed": 0}, checked.stdout[-3000:]
     assert "-name=a port=50051\n+name=a port=50052" in checked.stdout, checked.stdout[-3000:]
     assert (conf / "a.conf").read_text() == "name=a port=50051\n"
+
+
+AS_THE_LOOKUP = """
+- name: Write a file from its template
+  gpufleet.exo.exo_files:
+    files:
+      - {src: unit.j2, dest: "%(dir)s/module.conf", instance: {name: a, ports: [1, 2]}}
+      - {src: unit.j2, dest: "%(dir)s/module-b.conf", instance: {name: b, ports: [3]}}
+- name: Write the same template through the template lookup
+  ansible.builtin.copy:
+    content: "{{ lookup('ansible.builtin.template', 'unit.j2', template_vars={'item': {'name': 'a', 'ports': [1, 2]}}) }}"
+    dest: "%(dir)s/lookup.conf"
+    mode: "0644"
+"""
+
+
+def test_a_template_renders_to_the_same_bytes_as_through_the_template_lookup(tmp_path):
+    # The action hands the lookup the task's variables without the lookup's deep copy of them: the file must be
+    # what the lookup renders on its own, ansible_managed, the play's and the host's variables and the item in it.
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "unit.j2").write_text(
+        "{{ ansible_managed | comment }}\n[Unit]\nName={{ item.name }}\nPorts={{ item.ports | join(' ') }}\n"
+        "Host={{ hostvars[inventory_hostname].inventory_hostname }} {{ port }} {{ groups['all'] | length }}\n")
+    play = tasks_play(AS_THE_LOOKUP % {"dir": tmp_path}).replace("  tasks:\n", "  vars:\n    port: 50051\n  tasks:\n")
+    ran = playbook(str(tmp_path), play, local())
+    assert recap(ran, "localhost") == {"ok": 2, "changed": 2, "failed": 0}, ran.stdout[-3000:]
+    module, lookup = (tmp_path / "module.conf").read_bytes(), (tmp_path / "lookup.conf").read_bytes()
+    assert module == lookup and b"Name=a\nPorts=1 2\nHost=localhost 50051 1\n" in module, (module, lookup)
+    assert b"# Ansible managed" in module and b"Name=b\nPorts=3\n" in (tmp_path / "module-b.conf").read_bytes()
