@@ -31,10 +31,12 @@ Per size and round, interleaved (a different case first each round):
     site.yml --check            the whole main job
     site.yml --check, again     the same once more (see "second run" below)
     floor                       Ansible's floor on the same inventory: a play of as many tasks per host
-                                as site.yml ran there, ansible.builtin.ping for each that ran a module
-                                on the host (a loop's items each count) and a trivial set_fact for each
-                                that ran on the controller alone (set_fact, debug, fail, include_*...);
-                                counted in site.yml's first run by a small callback, mean per host.
+                                as site.yml ran there, ansible.builtin.ping for each module it ran on
+                                the host (each start of the host's interpreter, below: a loop's items
+                                each count, and so does each of a task's modules, the facts' two) and a
+                                trivial set_fact for each task that ran on the controller alone
+                                (set_fact, debug, fail, include_*...), counted by a small callback; both
+                                in site.yml's first run, means per host.
 
 Prints per size the median wall time, the CPU seconds per host (user+sys of every process of the run)
 and of those the hosts' (the modules') and the controller's, the peak resident memory of its largest
@@ -139,7 +141,8 @@ CONTROLLER_ACTIONS = frozenset(("set_fact", "debug", "fail", "assert", "group_by
                                 "include_role", "include_vars", "import_tasks", "import_role", "validate_argument_spec",
                                 "set_stats", "pause"))
 
-# A callback that counts, per host, the tasks (a loop's items each) that ran on it, by where they ran.
+# A callback that counts, per host, the tasks (a loop's items each) that ran on the controller alone. The modules
+# that ran on a host are counted by its interpreter (hosts_cpu), which sees each of a task's modules.
 COUNTER = '''
 import json, os
 from ansible.plugins.callback import CallbackBase
@@ -158,8 +161,7 @@ class CallbackModule(CallbackBase):
 
     def _count(self, result, *args, **kwargs):
         action = result._task.action.replace("ansible.builtin.", "").replace("ansible.legacy.", "")
-        host = self.counts.setdefault(result._host.get_name(), {"host": 0, "controller": 0})
-        host["controller" if action in CONTROLLER else "host"] += 1
+        self.counts[result._host.get_name()] = self.counts.get(result._host.get_name(), 0) + (action in CONTROLLER)
 
     def _task(self, result, *args, **kwargs):
         if "results" not in result._result:  # a loop: its items were counted
@@ -193,10 +195,10 @@ def floor_play(host_tasks, controller_tasks):
     return "- name: Ansible's floor\n  hosts: all\n  gather_facts: false\n  tasks:\n" + "".join(tasks)
 
 
-def per_host(counts):
-    """(module round trips, tasks on the controller) per host, the means over the hosts, rounded."""
-    hosts = list(counts.values())
-    return tuple(int(round(sum(c[where] for c in hosts) / float(len(hosts)))) for where in ("host", "controller"))
+def per_host(counts, round_trips):
+    """(module round trips, tasks on the controller) per host, the means over the hosts, rounded: round_trips
+    over all the hosts, counts the callback's {host: its tasks on the controller}."""
+    return tuple(int(round(n / float(len(counts)))) for n in (round_trips, sum(counts.values())))
 
 
 def recap(output):
@@ -219,14 +221,14 @@ def interpreter(tmp, name, env, times):
 
 
 def hosts_cpu(times):
-    """The CPU seconds the modules took on the hosts: the children's line of each `times` the interpreters wrote
-    ("0m1.250s 0m0.125s", user then system)."""
-    total = 0.0
-    for name in os.listdir(times):
+    """(the CPU seconds the modules took on the hosts, how many modules ran there): from the children's line of
+    each `times` the interpreters wrote ("0m1.250s 0m0.125s", user then system), one for each start."""
+    total, names = 0.0, os.listdir(times)
+    for name in names:
         with open(os.path.join(times, name)) as handle:
             lines = handle.read().splitlines()
         total += sum(int(m) * 60 + float(sec) for m, sec in re.findall(r"(\d+)m([0-9.]+)s", lines[1] if len(lines) > 1 else ""))
-    return total
+    return total, len(names)
 
 
 def site_inventory(tmp, lib, count, ring_size, times):
@@ -301,8 +303,9 @@ def run_case(work, size, case, forks, floor):
     if rc != 0 or bad or len(hosts) != size:
         raise SystemExit("%s on %d hosts: rc %d, %d hosts in the recap, failed %s:\n%s"
                          % (case, size, rc, len(hosts), bad, output[-4000:]))
+    hosts, round_trips = hosts_cpu(times)
     with open(counts) as handle:
-        return {"wall": wall, "cpu": cpu, "hosts": hosts_cpu(times), "peak": peak}, json.load(handle)
+        return {"wall": wall, "cpu": cpu, "hosts": hosts, "peak": peak}, per_host(json.load(handle), round_trips)
 
 
 def site_part(args, sizes):
@@ -322,9 +325,9 @@ def site_part(args, sizes):
                 # The first round starts with site.yml, whose tasks the floor counts; later ones rotate.
                 order = CASES[round_ % len(CASES):] + CASES[:round_ % len(CASES)]
                 for case in order:
-                    sample, counts = run_case(work, size, case, args.forks, floors.get(size))
+                    sample, tasks = run_case(work, size, case, args.forks, floors.get(size))
                     if case != "floor":
-                        floors.setdefault(size, per_host(counts))
+                        floors.setdefault(size, tasks)
                     samples.setdefault((size, case), []).append(sample)
                     print("round %d, %3d hosts, %-24s %7.1f s  CPU %6.1f s (hosts' %6.1f s)  peak %5.0f MiB"
                           % (round_ + 1, size, case, sample["wall"], sample["cpu"], sample["hosts"], sample["peak"]),

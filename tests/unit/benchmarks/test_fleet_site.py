@@ -31,8 +31,8 @@ def test_rings_are_consecutive_and_even_and_never_larger_than_asked():
 
 
 def test_the_floor_runs_as_many_tasks_per_host_as_counted():
-    counts = {"a": {"host": 30, "controller": 35}, "b": {"host": 31, "controller": 34}, "c": {"host": 33, "controller": 33}}
-    assert bench.per_host(counts) == (31, 34)
+    # 94 modules started on the 3 hosts' interpreters; the callback's tasks on the controller per host.
+    assert bench.per_host({"a": 35, "b": 34, "c": 33}, 94) == (31, 34)
     play = yaml.safe_load(bench.floor_play(3, 2))
     assert play[0]["hosts"] == "all" and play[0]["gather_facts"] is False
     assert [sorted(t)[0] for t in play[0]["tasks"]] == ["ansible.builtin.ping"] * 3 + ["ansible.builtin.set_fact"] * 2
@@ -64,12 +64,13 @@ def test_the_counter_counts_each_item_of_a_loop_and_where_each_task_ran(tmp_path
     counter.v2_runner_on_ok(Result("a", "gpufleet.exo.exo_service", {}))
     counter.v2_runner_on_failed(Result("b", "debug", {}), ignore_errors=True)
     for item in range(3):
-        counter.v2_runner_item_on_ok(Result("a", "ansible.builtin.template", {"item": item}))
-    counter.v2_runner_on_ok(Result("a", "ansible.builtin.template", {"results": [{}, {}, {}]}))
+        counter.v2_runner_item_on_ok(Result("a", "ansible.builtin.debug", {"item": item}))
+        counter.v2_runner_item_on_ok(Result("b", "ansible.builtin.template", {"item": item}))
+    counter.v2_runner_on_ok(Result("a", "ansible.builtin.debug", {"results": [{}, {}, {}]}))
     monkeypatch.setenv("FLEET_SITE_COUNTS", str(tmp_path / "counts.json"))
     counter.v2_playbook_on_stats(None)
-    counts = json.loads((tmp_path / "counts.json").read_text())
-    assert counts == {"a": {"host": 4, "controller": 1}, "b": {"host": 0, "controller": 1}}
+    # The controller's tasks, a loop's items each; the modules (exo_service, template) the hosts count.
+    assert json.loads((tmp_path / "counts.json").read_text()) == {"a": 4, "b": 1}
 
 
 def test_the_recap_gives_each_host_its_figures():
@@ -102,15 +103,17 @@ def test_the_ratio_is_the_largest_fleet_in_rings_over_the_smallest():
     assert bench.planner_rows(medians, ringed[:1], one)[0][3] is None
 
 
-def test_the_hosts_share_is_what_each_interpreters_children_took(tmp_path):
+def test_the_hosts_share_is_what_each_interpreters_children_took_and_each_start_a_module(tmp_path):
     times = tmp_path / "times"
     times.mkdir()
     # `times` of the wrapper's shell: its own CPU, then its children's (the module), user and system.
     (times / "101").write_text("0m0.001s 0m0.002s\n0m1.250s 0m0.125s\n")
     (times / "102").write_text("0m0.000s 0m0.000s\n1m2.500s 0m0.000s\n")
-    assert abs(bench.hosts_cpu(str(times)) - (1.375 + 62.5)) < 1e-9
+    cpu, started = bench.hosts_cpu(str(times))
+    assert abs(cpu - (1.375 + 62.5)) < 1e-9 and started == 2
     # The wrapper runs this Python with the host's environment, passes its exit status on and adds its CPU.
     wrapper = bench.interpreter(str(tmp_path), "gpu000", {"GPUFLEET_SIM": "7"}, str(times))
     busy = "import os, sys; sum(range(3000000)); sys.exit(int(os.environ['GPUFLEET_SIM']))"
     assert subprocess.run([wrapper, "-c", busy], check=False).returncode == 7
-    assert len(os.listdir(str(times))) == 3 and bench.hosts_cpu(str(times)) > 1.375 + 62.5
+    cpu, started = bench.hosts_cpu(str(times))
+    assert started == 3 and cpu > 1.375 + 62.5
