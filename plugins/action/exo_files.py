@@ -9,11 +9,12 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 
 
-class _ReadOnlyVariables(dict):
-    """The task's variables as the template lookup gets them. The lookup deep-copies its variables for each file it
-    renders, so that the template variables it adds change no one else's; with the host's facts in them that copy
-    cost more than the rendering. A template only reads them, and the worker that runs this task ends with it: a
-    shallow copy keeps the lookup's own dictionary apart, which is all the deep one is for."""
+class _SharedVariables(dict):
+    """The task's variables as the template lookup gets them: their deep copy shares their values. The lookup
+    deep-copies its variables for each file it renders, so that the template variables it adds change no one
+    else's; with the host's facts in them that copy cost more than the rendering. A template only reads them, and
+    the worker that runs this task ends with it: a shallow copy keeps the lookup's own dictionary apart, which is
+    all the deep one is for."""
 
     def __deepcopy__(self, memo):
         return dict(self)
@@ -29,7 +30,7 @@ class ActionModule(ActionBase):
         # first); an entry's instance is the template's item, as in a loop over the instances.
         template = self._shared_loader_obj.lookup_loader.get("ansible.builtin.template", loader=self._loader,
                                                              templar=self._templar)
-        variables = _ReadOnlyVariables(task_vars)
+        variables = _SharedVariables(task_vars)
         files = []
         for entry in self._task.args.get("files") or []:
             if isinstance(entry, dict) and "src" in entry:
