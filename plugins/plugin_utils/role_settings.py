@@ -68,8 +68,11 @@ def options(role):
 
     Shared between callers: read them, never change them (defaults() gives copies).
     """
+    # libyaml's loader where PyYAML has it (ansible-core's own choice): each task's worker that checks the
+    # settings reads the spec again, and the pure-Python loader took ten times as long.
     with open(os.path.join(ROLES, role, "meta", "argument_specs.yml")) as handle:
-        return yaml.safe_load(handle)["argument_specs"]["main"]["options"]
+        spec = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return spec["argument_specs"]["main"]["options"]
 
 
 def defaults(role):
