@@ -47,14 +47,14 @@ def node_cluster(instances, host, cluster_hosts, hostvars, models=(), ring=""):
 
 def node_firewall(instances, cluster, settings, os_family=None, tunnel=None):
     from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import firewall
-    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
     return firewall(instances, cluster["peers"], checked("node_firewall", settings), os_family=os_family, tunnel=tunnel,
                     ring_ports=cluster.get("ports", ()))
 
 
 def node_proxy(instances, settings, tunnel=None):
     from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.proxy import proxy
-    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
     values = checked("node_proxy", settings)
     # Clients reach the proxy at the host's own address: with the ring's tunnel on, the settings hold the tunnel's.
     address = tunnel["endpoint"] if tunnel and tunnel["enabled"] else values["exo_node_address"]
@@ -65,7 +65,7 @@ def node_proxy(instances, settings, tunnel=None):
 
 def node_files(instances, removed, settings, paths):
     from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import files
-    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
     values = checked("node_files", settings)
     return files.layout(instances, removed, values["exo_node_user"], values["exo_node_group"],
                         values["exo_node_data_dir"], values["exo_node_config_dir"], paths, values["exo_node_firewall"],
@@ -74,7 +74,7 @@ def node_files(instances, removed, settings, paths):
 
 def node_models(settings, instances, host, store=None, placed=None, free=None, verified=None):
     from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import models
-    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
     return models.placement(host, checked("node_models", settings), instances, store=store, placed=placed, free=free,
                             verified=verified)
 

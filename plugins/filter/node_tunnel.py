@@ -13,7 +13,7 @@ __metaclass__ = type
 
 def node_tunnel(settings, host):
     from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import tunnel
-    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
+    from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
     planned = tunnel.plan(checked("node_tunnel", settings), host)
     return dict(planned, published=tunnel.published(planned))
 

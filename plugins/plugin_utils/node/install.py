@@ -25,7 +25,7 @@ from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requireme
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheel_build
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import wheelhouse as wheel_record
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import in_range
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import checked
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
 
 # Packages by ansible_facts.os_family. "{version}" is the major.minor of exo's Python. Debian's own
 # Pythons make a virtualenv only with python3.X-venv, which carries ensurepip; the other families'

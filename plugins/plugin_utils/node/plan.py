@@ -22,7 +22,8 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.facts import FAC
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.gpu_choice import candidates, choose, cpu_reason
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.instances import (
     instance_name, port_errors, removals, render, visibility_errors)
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account, checked
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_account
 
 NO_FACTS = "no device facts; run gpufleet.exo.device_facts before this role"
 EXO_MISSING = ("%s/bin/python does not exist yet (check mode), so this plan comes from the facts at hand (NVML: %s); "

@@ -18,7 +18,8 @@ from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import r
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.install import steps
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.models import repositories
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.python import choose
-from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings, checked
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.settings import check_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
 # The exo instances are systemd units: an image or a chroot may have systemd installed without running

@@ -9,7 +9,7 @@ variables at once come after. check_settings() returns (values, errors); check_a
 service user on the host. A message names the variable, the value as given and what to do.
 
 The role checks the settings once per host, in its preflight, and hands the values on: the planners
-take them as they are and check them no more (checked() keeps raw variables out of them).
+take them as they are and check them no more (checked.py keeps raw variables out of them).
 """
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -18,12 +18,11 @@ import ipaddress
 import posixpath
 import re
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpufleet.exo.plugins.plugin_utils import role_settings
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.fleet.capacity import MODELS
 from ansible_collections.gpufleet.exo.plugins.module_utils import _exo_requirements as exo_requirements
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import confinement, proxy
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import CHECKED
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.firewall import client_errors
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.role_settings import show
 
@@ -171,12 +170,6 @@ OWNED_ENV = {
 ACCOUNT_COMMENT = "exo nodes"
 
 
-# The key check_settings() adds to values without an error: the planners read the values as coerced (a
-# list given as a string is a list by now), so they refuse a dict without it (checked()). Not an
-# exo_node_ name: the role's variables as read can never hold it.
-CHECKED = "__exo_node_checked"
-
-
 def check_settings(raw):
     """The settings coerced and checked: (values, errors), one error per bad setting.
 
@@ -196,15 +189,6 @@ def check_settings(raw):
     if not errors:
         values[CHECKED] = True
     return values, errors
-
-
-def checked(name, settings):
-    """settings, where check_settings() answered them without an error; else the planner name stops the run."""
-    if not isinstance(settings, dict) or settings.get(CHECKED) is not True:
-        raise AnsibleFilterError("%s takes the node role's settings as its preflight checked them (the filter "
-                                 "node_preflight's \"settings\", or node_settings'), not the variables as given"
-                                 % name)
-    return settings
 
 
 def exo_flag(flag):
