@@ -63,7 +63,7 @@ The planners: everything that runs per host over its ring or over the fleet, in-
 and 10,000 hosts (--fleet-sizes) in the same rings of 8. The hostvars are as a play has them: each
 host's inventory exo_node_address and its group's exo_node_ring; its exo_node_instances from the
 node_plan filter on recorded facts of tests/fixtures/simulated (its ring's tunnel decided first by
-node_tunnel, as tunnel_plan.yml does), with the ring's name in each instance; its exo_node_ring_peer
+node_tunnel, as the preflight does), with the ring's name in each instance; its exo_node_ring_peer
 with a public key (as tunnel.yml publishes it). A host's exo_node_cluster_hosts is what the role's
 default gives, its ring's group. Per host, as the role (and verify.yml, for ring_capacity) calls
 them: node_tunnel, node_plan, node_tunnel_ring, node_cluster (the ring's hosts and ring=its name),

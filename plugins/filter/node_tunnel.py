@@ -14,8 +14,7 @@ __metaclass__ = type
 def node_tunnel(settings, host):
     from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import tunnel
     from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.checked import checked
-    planned = tunnel.plan(checked("node_tunnel", settings), host)
-    return dict(planned, published=tunnel.published(planned))
+    return tunnel.plan(checked("node_tunnel", settings), host)
 
 
 def node_tunnel_ring(planned, host, hostvars, check_mode=False, partial=False):

@@ -14,6 +14,7 @@ looked at then.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpufleet.exo.plugins.plugin_utils.node import tunnel
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.cluster import ring_errors
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.install import steps
 from ansible_collections.gpufleet.exo.plugins.plugin_utils.node.models import repositories
@@ -69,23 +70,28 @@ def host_errors(settings, facts, install, found):
 
 
 def preflight(raw, host, facts):
-    """{"errors", "settings", "python_choice", "install", "paths", "model_repos"}, each error a line naming the host.
+    """{"errors", "settings", "tunnel", "python_choice", "install", "paths", "model_repos"}, each error a line naming
+    the host.
 
     raw: the role's variables as given (preflight.yml reads every exo_node_ one); facts: the host's
-    ansible_facts. "settings": the checked values (settings.check_settings()), None where one is refused;
-    "install" is host_check()'s.
+    ansible_facts. "settings": the checked values (settings.check_settings()), None where one is refused; with
+    the ring's tunnel on, its address is their exo_node_address, which the instances are planned on.
+    "tunnel": the ring's tunnel (tunnel.plan()), decided from the settings alone; the role checks it against
+    the ring's other hosts once each has published its own. "install" is host_check()'s.
     """
     settings, errors = check_settings(raw)
     errors = errors or ring_errors(settings, host)
-    answer = {"errors": ["host %s: %s" % (host, e) for e in errors], "settings": None, "python_choice": None,
-              "install": None, "paths": [], "model_repos": []}
+    answer = {"errors": ["host %s: %s" % (host, e) for e in errors], "settings": None, "tunnel": None,
+              "python_choice": None, "install": None, "paths": [], "model_repos": []}
     if errors:
         return answer
+    planned = tunnel.plan(settings, host)
     # As given: node_python judges exo_node_distribution_python itself.
     choice = choose(facts, *[raw.get(name, settings[name]) for name in PYTHON_SETTINGS])
-    answer.update(settings=settings, python_choice=choice, paths=host_paths(settings), model_repos=repositories(settings))
-    if choice["errors"]:
-        answer["errors"] = ["host %s: %s" % (host, "; ".join(choice["errors"]))]
+    answer.update(settings=dict(settings, **planned["settings"]), tunnel=planned, python_choice=choice,
+                  paths=host_paths(settings), model_repos=repositories(settings))
+    refused = ["host %s: %s" % (host, "; ".join(choice["errors"]))] if choice["errors"] else []
+    answer["errors"] = refused + planned["errors"]
     return answer
 
 

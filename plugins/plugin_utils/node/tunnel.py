@@ -69,15 +69,22 @@ def _address(settings, network, ring, host):
 
 def plan(settings, host):
     """The host's tunnel: {"enabled", "interface", "unit", "address", "network", "prefix", "port", "endpoint",
-    "ring", "packages", "keepalive", "settings", "allow", "errors"}; "settings" replaces exo_node_address for the
-    instances' plan; "allow" is the host's own address, which the instances' IPAddressAllow= keeps (exo's API
-    listens on every address, and a client on the host may use that one) now that the ring's are the tunnel's.
+    "ring", "packages", "keepalive", "settings", "allow", "published", "errors"}; "settings" replaces
+    exo_node_address for the instances' plan; "allow" is the host's own address, which the instances'
+    IPAddressAllow= keeps (exo's API listens on every address, and a client on the host may use that one) now
+    that the ring's are the tunnel's; "published" what the host tells the others before it has a key.
 
     settings: the role's variables as check_settings() returned them (the ring: exo_node_cluster_hosts).
     The tunnel is on where exo_node_ring_tunnel is and the ring holds another host. Without an explicit
     exo_node_ring_tunnel_address a host gets the network's Nth host address, N its place among the
     ring's sorted names: the same on every run while the ring keeps its hosts.
     """
+    planned = _plan(settings, host)
+    return dict(planned, published=published(planned))
+
+
+def _plan(settings, host):
+    """plan() without "published"."""
     ring = sorted(set(settings["exo_node_cluster_hosts"]) | set([host]))
     # Checked on every host, used or not: a bad network is refused where it is given, not on the day the
     # operator adds the ring's second host.

@@ -144,3 +144,27 @@ def test_the_second_answer_hands_the_settings_on_and_checks_them_no_more(monkeyp
     monkeypatch.setattr(preflight, "check_settings", refused)
     answer = HOST(first, "h", FACTS, python_version=VERSION, found=SYSTEMCTL)
     assert answer["errors"] == [] and "settings" not in answer and answer["install"]["python_release"] == RELEASE
+
+
+def test_the_first_answer_decides_the_rings_tunnel_and_hands_on_its_address():
+    # A ring of two with the tunnel on: the instances are planned on the tunnel's address, and the tunnel
+    # keeps the host's own as the endpoint the other hosts send its packets to.
+    answer = PREFLIGHT(settings(exo_node_cluster_hosts=["g", "h"], exo_node_ring_tunnel=True), "h", FACTS)
+    assert answer["errors"] == []
+    assert (answer["tunnel"]["enabled"], answer["tunnel"]["endpoint"]) == (True, NODE_SETTINGS["exo_node_address"])
+    assert answer["settings"]["exo_node_address"] == answer["tunnel"]["address"] == "10.213.0.2"
+    assert answer["tunnel"]["published"]["address"] == "10.213.0.2"
+    assert both(settings(exo_node_cluster_hosts=["g", "h"], exo_node_ring_tunnel=True), FACTS, VERSION,
+                SYSTEMCTL)["tunnel"] == answer["tunnel"]
+    # off, or a ring of one: the settings keep the host's own address
+    alone = PREFLIGHT(settings(exo_node_ring_tunnel=True), "h", FACTS)
+    assert not alone["tunnel"]["enabled"] and alone["settings"]["exo_node_address"] == NODE_SETTINGS["exo_node_address"]
+
+
+def test_a_refused_tunnel_is_a_refusal_of_the_first_answer():
+    first = PREFLIGHT(settings(exo_node_cluster_hosts=["g", "h"], exo_node_ring_tunnel=True,
+                               exo_node_ring_tunnel_address="192.0.2.1"), "h", FACTS)
+    assert len(first["errors"]) == 1, first["errors"]
+    assert first["errors"][0].startswith('host h: exo_node_ring_tunnel_address is "192.0.2.1", not an address of')
+    # it stands in the second answer, and the host's own refusals are not looked at then
+    assert HOST(first, "h", FACTS, python_version=VERSION, found=NO_SYSTEMCTL)["errors"] == first["errors"]
