@@ -163,15 +163,16 @@ def free_ports(count):
 
 
 def examples(kind, name):
-    """The EXAMPLES of a plugin as written: kind "module" (the EXAMPLES string of plugins/modules/<name>.py)
-    or "filter" (EXAMPLES of plugins/filter/<name>.yml, its documentation file)."""
-    if kind == "module":
-        with open(os.path.join(REPO, "plugins", "modules", name + ".py")) as handle:
+    """The EXAMPLES of a plugin as written: kind "module" or "lookup" (the EXAMPLES string of
+    plugins/<modules or lookup>/<name>.py) or "filter" (EXAMPLES of plugins/filter/<name>.yml, its documentation
+    file)."""
+    if kind in ("module", "lookup"):
+        with open(os.path.join(REPO, "plugins", {"module": "modules"}.get(kind, kind), name + ".py")) as handle:
             return re.search(r'^EXAMPLES = r"""\n(.*?)^"""', handle.read(), re.M | re.S).group(1)
     if kind == "filter":
         with open(os.path.join(REPO, "plugins", "filter", name + ".yml")) as handle:
             return yaml.safe_load(handle)["EXAMPLES"]
-    raise ValueError("kind is %r; give module or filter" % kind)
+    raise ValueError("kind is %r; give module, lookup or filter" % kind)
 
 
 def indent(text, spaces=4):

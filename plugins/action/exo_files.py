@@ -9,17 +9,6 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 
 
-class _SharedVariables(dict):
-    """The task's variables as the template lookup gets them: their deep copy shares their values. The lookup
-    deep-copies its variables for each file it renders, so that the template variables it adds change no one
-    else's; with the host's facts in them that copy cost more than the rendering. A template only reads them, and
-    the worker that runs this task ends with it: a shallow copy keeps the lookup's own dictionary apart, which is
-    all the deep one is for."""
-
-    def __deepcopy__(self, memo):
-        return dict(self)
-
-
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
@@ -27,15 +16,15 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         # The template lookup finds and renders a file as the template action does (the role's templates/
-        # first); an entry's instance is the template's item, as in a loop over the instances.
-        template = self._shared_loader_obj.lookup_loader.get("ansible.builtin.template", loader=self._loader,
+        # first), gpufleet.exo.template's without a deep copy of the variables for each file; an entry's
+        # instance is the template's item, as in a loop over the instances.
+        template = self._shared_loader_obj.lookup_loader.get("gpufleet.exo.template", loader=self._loader,
                                                              templar=self._templar)
-        variables = _SharedVariables(task_vars)
         files = []
         for entry in self._task.args.get("files") or []:
             if isinstance(entry, dict) and "src" in entry:
                 entry = dict(entry)
-                entry["content"] = template.run([entry.pop("src")], variables,
+                entry["content"] = template.run([entry.pop("src")], task_vars,
                                                 template_vars={"item": entry.pop("instance", None)})[0]
             files.append(entry)
         result.update(self._execute_module(module_name="gpufleet.exo.exo_files",

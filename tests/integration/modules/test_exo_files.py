@@ -93,19 +93,29 @@ AS_THE_LOOKUP = """
     content: "{{ lookup('ansible.builtin.template', 'unit.j2', template_vars={'item': {'name': 'a', 'ports': [1, 2]}}) }}"
     dest: "%(dir)s/lookup.conf"
     mode: "0644"
+# What the lookup adds for the template (template_path) is the template's alone, after it as before.
+- name: Write it through the collection's template lookup
+  ansible.builtin.copy:
+    content: >-
+      {{ lookup('gpufleet.exo.template', 'unit.j2', template_vars={'item': {'name': 'a', 'ports': [1, 2]}})
+         ~ (template_path | default('-')) }}
+    dest: "%(dir)s/collection.conf"
+    mode: "0644"
 """
 
 
 def test_a_template_renders_to_the_same_bytes_as_through_the_template_lookup(tmp_path):
-    # The action hands the lookup the task's variables without the lookup's deep copy of them: the file must be
-    # what the lookup renders on its own, ansible_managed, the play's and the host's variables and the item in it.
+    # The action, through gpufleet.exo.template, hands the lookup the task's variables without the lookup's deep
+    # copy of them: the file must be what ansible.builtin.template's lookup renders, ansible_managed, the play's
+    # and the host's variables and the item in it.
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "unit.j2").write_text(
         "{{ ansible_managed | comment }}\n[Unit]\nName={{ item.name }}\nPorts={{ item.ports | join(' ') }}\n"
         "Host={{ hostvars[inventory_hostname].inventory_hostname }} {{ port }} {{ groups['all'] | length }}\n")
     play = tasks_play(AS_THE_LOOKUP % {"dir": tmp_path}).replace("  tasks:\n", "  vars:\n    port: 50051\n  tasks:\n")
     ran = playbook(str(tmp_path), play, local())
-    assert recap(ran, "localhost") == {"ok": 2, "changed": 2, "failed": 0}, ran.stdout[-3000:]
+    assert recap(ran, "localhost") == {"ok": 3, "changed": 3, "failed": 0}, ran.stdout[-3000:]
     module, lookup = (tmp_path / "module.conf").read_bytes(), (tmp_path / "lookup.conf").read_bytes()
     assert module == lookup and b"Name=a\nPorts=1 2\nHost=localhost 50051 1\n" in module, (module, lookup)
+    assert (tmp_path / "collection.conf").read_bytes() == lookup + b"-"
     assert b"# Ansible managed" in module and b"Name=b\nPorts=3\n" in (tmp_path / "module-b.conf").read_bytes()
