@@ -162,12 +162,16 @@ def free_ports(count):
     return ports
 
 
+# The folder of each kind of plugin whose EXAMPLES are a string in its Python file.
+PYTHON_EXAMPLES = {"module": "modules", "lookup": "lookup"}
+
+
 def examples(kind, name):
     """The EXAMPLES of a plugin as written: kind "module" or "lookup" (the EXAMPLES string of
-    plugins/<modules or lookup>/<name>.py) or "filter" (EXAMPLES of plugins/filter/<name>.yml, its documentation
-    file)."""
-    if kind in ("module", "lookup"):
-        with open(os.path.join(REPO, "plugins", {"module": "modules"}.get(kind, kind), name + ".py")) as handle:
+    plugins/modules/<name>.py or plugins/lookup/<name>.py) or "filter" (EXAMPLES of plugins/filter/<name>.yml, its
+    documentation file)."""
+    if kind in PYTHON_EXAMPLES:
+        with open(os.path.join(REPO, "plugins", PYTHON_EXAMPLES[kind], name + ".py")) as handle:
             return re.search(r'^EXAMPLES = r"""\n(.*?)^"""', handle.read(), re.M | re.S).group(1)
     if kind == "filter":
         with open(os.path.join(REPO, "plugins", "filter", name + ".yml")) as handle:
